@@ -1,0 +1,41 @@
+# ingot: `make` installs what is missing, generates, builds and packages every
+# pack, and prints the census; `make test` runs every test (CTest).
+BUILD ?= build
+PREFIX ?= /usr/local
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build census test test-sanitize check install clean
+
+all: build census
+
+deps:
+	@./tools/install-deps.sh
+
+configure: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+census: build
+	@PYTHONPATH=generator /usr/bin/python3 -m ingot census $(BUILD)/packs/attention_decode
+	@if [ -x $(BUILD)/bin/ingot-inspect ]; then $(BUILD)/bin/ingot-inspect census $(BUILD)/packs/attention_decode | tail -n 3; fi
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# The host tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-sanitize: deps
+	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang-22 -DINGOT_SANITIZE=ON
+	cmake --build $(BUILD)-asan -j $(JOBS)
+	ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS) -LE gpu
+
+check:
+	PYTHONPATH=generator /usr/bin/python3 -m ingot check
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan

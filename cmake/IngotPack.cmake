@@ -1,0 +1,117 @@
+# IngotPack.cmake: ingot_add_pack(), the build of one kernel pack:
+#   YAML config -> generator -> HIP sources, dispatch stub, descriptors
+#   -> clang-22 (gfx942, gfx950) and nvcc (sm_90) code objects
+#   -> `ingot package`: the packaged pack folder the runtime opens.
+# Used by ingot's own build and, installed, by provider builds.
+#
+# Needs: INGOT_PYTHON (a python3 with jinja2 and yaml), INGOT_GENERATOR_DIR
+# (where the `ingot` package is), INGOT_TEMPLATE_DIR, INGOT_CLANG, INGOT_READELF,
+# and INGOT_NVCC (empty: sm_90 is skipped).
+
+include_guard(GLOBAL)
+
+function(ingot_add_pack)
+  cmake_parse_arguments(P "" "NAME;CONFIG;GENERATED_ROOT;OUTPUT_DIR;DISPATCH_SOURCES" "ARCHS" ${ARGN})
+  foreach(req NAME CONFIG GENERATED_ROOT OUTPUT_DIR)
+    if(NOT P_${req})
+      message(FATAL_ERROR "ingot_add_pack: missing ${req}")
+    endif()
+  endforeach()
+  get_filename_component(config "${P_CONFIG}" ABSOLUTE)
+  set(env ${CMAKE_COMMAND} -E env "PYTHONPATH=${INGOT_GENERATOR_DIR}" "INGOT_TEMPLATE_DIR=${INGOT_TEMPLATE_DIR}")
+
+  # The instance list decides the build graph; a config edit re-runs this.
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${config}")
+  execute_process(COMMAND ${env} ${INGOT_PYTHON} -m ingot list --json "${config}"
+                  OUTPUT_VARIABLE listing ERROR_VARIABLE list_err RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "ingot_add_pack(${P_NAME}): the config has errors:\n${list_err}")
+  endif()
+  string(JSON pack GET "${listing}" 0 pack)
+  if(NOT pack STREQUAL P_NAME)
+    message(FATAL_ERROR "ingot_add_pack: ${config} defines pack '${pack}', not '${P_NAME}'")
+  endif()
+  string(JSON n_inst LENGTH "${listing}" 0 instances)
+  string(JSON n_files LENGTH "${listing}" 0 files)
+  string(JSON n_archs LENGTH "${listing}" 0 archs)
+  set(pack_archs)
+  math(EXPR last "${n_archs} - 1")
+  foreach(i RANGE ${last})
+    string(JSON a GET "${listing}" 0 archs ${i})
+    list(APPEND pack_archs ${a})
+  endforeach()
+  if(P_ARCHS)
+    set(want ${P_ARCHS})
+  else()
+    set(want ${pack_archs})
+  endif()
+  set(archs)
+  foreach(a IN LISTS want)
+    if(NOT a IN_LIST pack_archs)
+      message(FATAL_ERROR "ingot_add_pack(${P_NAME}): arch ${a} is not in the config (it has: ${pack_archs})")
+    endif()
+    if(a MATCHES "^sm_" AND NOT INGOT_NVCC)
+      message(WARNING "ingot: nvcc not found; ${a} code objects of pack ${P_NAME} are skipped")
+      continue()
+    endif()
+    list(APPEND archs ${a})
+  endforeach()
+
+  set(gen_dir "${P_GENERATED_ROOT}/${P_NAME}")
+  set(gen_outputs)
+  math(EXPR last "${n_files} - 1")
+  foreach(i RANGE ${last})
+    string(JSON f GET "${listing}" 0 files ${i})
+    list(APPEND gen_outputs "${gen_dir}/${f}")
+  endforeach()
+  file(GLOB_RECURSE generator_sources CONFIGURE_DEPENDS "${INGOT_GENERATOR_DIR}/ingot/*.py")
+  file(GLOB templates CONFIGURE_DEPENDS "${INGOT_TEMPLATE_DIR}/*")
+  add_custom_command(
+    OUTPUT ${gen_outputs}
+    COMMAND ${env} ${INGOT_PYTHON} -m ingot generate --quiet --out "${P_GENERATED_ROOT}" "${config}"
+    DEPENDS "${config}" ${generator_sources} ${templates}
+    COMMENT "ingot: generating pack ${P_NAME}"
+    VERBATIM)
+
+  set(obj_root "${CMAKE_CURRENT_BINARY_DIR}/ingot_objects/${P_NAME}")
+  set(objects)
+  file(GLOB headers CONFIGURE_DEPENDS "${INGOT_TEMPLATE_DIR}/*.h")
+  math(EXPR last "${n_inst} - 1")
+  foreach(i RANGE ${last})
+    string(JSON inst GET "${listing}" 0 instances ${i})
+    foreach(a IN LISTS archs)
+      set(src "${gen_dir}/kernels/${a}/${inst}.hip")
+      if(a MATCHES "^sm_")
+        set(obj "${obj_root}/${a}/${inst}.${a}.cubin")
+        set(cmd ${INGOT_NVCC} -x cu -std=c++17 -cubin -arch=${a} -O3 -I "${INGOT_TEMPLATE_DIR}" -o "${obj}" "${src}")
+      else()
+        set(obj "${obj_root}/${a}/${inst}.${a}.co")
+        set(cmd ${INGOT_CLANG} -x hip -std=c++17 --offload-arch=${a} -nogpuinc -nogpulib --cuda-device-only
+                --no-gpu-bundle-output -O3 -I "${INGOT_TEMPLATE_DIR}" -o "${obj}" "${src}")
+      endif()
+      add_custom_command(OUTPUT "${obj}"
+                         COMMAND ${CMAKE_COMMAND} -E make_directory "${obj_root}/${a}"
+                         COMMAND ${cmd}
+                         DEPENDS "${src}" ${headers}
+                         COMMENT "ingot: ${inst} for ${a}"
+                         VERBATIM)
+      list(APPEND objects "${obj}")
+    endforeach()
+  endforeach()
+
+  string(REPLACE ";" "," arch_csv "${archs}")
+  set(stamp "${P_OUTPUT_DIR}/${P_NAME}.kdp.json")
+  add_custom_command(
+    OUTPUT "${stamp}"
+    COMMAND ${env} ${INGOT_PYTHON} -m ingot package --quiet --generated "${gen_dir}" --objects "${obj_root}"
+            --out "${P_OUTPUT_DIR}" --archs "${arch_csv}" --readelf "${INGOT_READELF}"
+    DEPENDS ${objects} ${gen_outputs}
+    COMMENT "ingot: packaging ${P_NAME} (${arch_csv})"
+    VERBATIM)
+  add_custom_target(ingot_pack_${P_NAME} ALL DEPENDS "${stamp}")
+  add_custom_target(ingot_generate_${P_NAME} DEPENDS ${gen_outputs})
+  if(P_DISPATCH_SOURCES)
+    set(${P_DISPATCH_SOURCES} "${gen_dir}/dispatch/${P_NAME}_dispatch.c" PARENT_SCOPE)
+  endif()
+  set_property(GLOBAL APPEND PROPERTY INGOT_PACK_DIRS "${P_OUTPUT_DIR}")
+endfunction()

@@ -1,0 +1,3 @@
+"""ingot: casts GPU kernel packs from YAML pack configs."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,5 @@
+import sys
+
+from ingot.cli import main
+
+sys.exit(main())

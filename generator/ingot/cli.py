@@ -1,0 +1,155 @@
+"""The `ingot` command: generate, check, list, package."""
+
+import argparse
+import glob
+import hashlib
+import os
+import sys
+
+from ingot import __version__
+from ingot.config import validate_and_expand
+from ingot.errors import ConfigErrors
+from ingot.load import load_config
+
+EXIT_OK, EXIT_DRIFT, EXIT_CONFIG = 0, 1, 2
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def default_configs():
+    return sorted(glob.glob(os.path.join(REPO, "configs", "*.yaml")))
+
+
+def load_pack(path):
+    """Load, validate and expand one config. Raises ConfigErrors."""
+    display = os.path.relpath(os.path.abspath(path), REPO)
+    if display.startswith(".."):
+        display = os.path.basename(path)
+    try:
+        with open(path, "rb") as f:
+            sha = hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        sha = ""
+    located = load_config(path, display)
+    return validate_and_expand(located, sha)
+
+
+def render_all(configs):
+    """{pack name: (pack, files)} for every config; raises ConfigErrors with the
+    errors of every config together."""
+    from ingot.render import render_pack
+
+    out, errors = {}, []
+    for c in configs:
+        try:
+            pack = load_pack(c)
+        except ConfigErrors as e:
+            errors += e.errors
+            continue
+        if pack.name in out:
+            from ingot.errors import ConfigError, Mark
+            errors.append(ConfigError(Mark(os.path.relpath(c, REPO), 1, 1), "pack",
+                                      f"pack '{pack.name}' is also defined by another config"))
+            continue
+        out[pack.name] = (pack, render_pack(pack))
+    if errors:
+        raise ConfigErrors(errors)
+    return out
+
+
+def cmd_generate(args):
+    from ingot.write import write_tree
+
+    rendered = render_all(args.configs or default_configs())
+    for name, (pack, files) in sorted(rendered.items()):
+        root = os.path.join(args.out, name)
+        written, removed = write_tree(root, files)
+        if not args.quiet:
+            print(f"ingot: {name}: {len(pack.instances)} instances x {len(pack.archs)} archs, "
+                  f"{len(files)} files ({len(written)} written, {len(removed)} removed) in {root}")
+    return EXIT_OK
+
+
+def cmd_check(args):
+    from ingot.write import diff_tree
+
+    rendered = render_all(args.configs or default_configs())
+    drift = False
+    for name, (_, files) in sorted(rendered.items()):
+        d = diff_tree(os.path.join(args.out, name), files, os.path.join(os.path.relpath(args.out, REPO), name))
+        if d:
+            drift = True
+            sys.stdout.write(d)
+    if drift:
+        print("ingot check: generated/ differs from what the configs produce; run `ingot generate`",
+              file=sys.stderr)
+        return EXIT_DRIFT
+    print(f"ingot check: {len(rendered)} pack(s) up to date")
+    return EXIT_OK
+
+
+def cmd_list(args):
+    rendered = render_all(args.configs or default_configs())
+    if args.json:
+        import json
+        out = []
+        for name, (pack, files) in sorted(rendered.items()):
+            out.append({"pack": name, "archs": list(pack.archs),
+                        "instances": [i.name for i in pack.instances], "files": sorted(files)})
+        print(json.dumps(out, indent=1, sort_keys=True))
+        return EXIT_OK
+    for name, (pack, files) in sorted(rendered.items()):
+        print(f"pack {name} ({pack.config_path}): {len(pack.instances)} instances, archs {', '.join(pack.archs)}")
+        for inst in pack.instances:
+            print(f"  {inst.name}  variant={inst.variant} priority={inst.priority}")
+            for arch in pack.archs:
+                print(f"    {inst.filename(arch)}")
+    return EXIT_OK
+
+
+def cmd_package(args):
+    from ingot.package import package_pack
+
+    archs = [a for a in args.archs.split(",") if a] if args.archs else None
+    return package_pack(args.generated, args.objects, args.out, args.readelf, archs, quiet=args.quiet)
+
+
+def cmd_census(args):
+    from ingot.package import print_census
+
+    return print_census(args.packs)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="ingot", description="Cast GPU kernel packs from YAML pack configs.")
+    p.add_argument("--version", action="version", version=f"ingot {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    out_default = os.path.join(REPO, "generated")
+    for name, fn, help_ in (("generate", cmd_generate, "write generated/ from the configs"),
+                            ("check", cmd_check, "regenerate in memory; exit 1 with a diff on drift"),
+                            ("list", cmd_list, "print instances and the files they produce")):
+        s = sub.add_parser(name, help=help_)
+        s.add_argument("configs", nargs="*", help="pack configs (default: configs/*.yaml)")
+        s.add_argument("--out", default=out_default, help="output root (default: generated/)")
+        s.add_argument("--quiet", action="store_true")
+        if name == "list":
+            s.add_argument("--json", action="store_true", help="machine-readable output (for the build)")
+        s.set_defaults(fn=fn)
+    s = sub.add_parser("package", help="package compiled code objects and descriptors into a pack folder")
+    s.add_argument("--generated", required=True, help="generated/<pack> folder")
+    s.add_argument("--objects", required=True, help="folder holding <arch>/<instance>.<arch>.<suffix>")
+    s.add_argument("--out", required=True, help="pack folder to write (build/packs/<pack>)")
+    s.add_argument("--readelf", default="llvm-readelf-22")
+    s.add_argument("--archs", default="", help="comma-separated archs to package (default: all of the pack's)")
+    s.add_argument("--quiet", action="store_true")
+    s.set_defaults(fn=cmd_package)
+    s = sub.add_parser("census", help="print registers, spills, scratch, LDS and code size per kernel")
+    s.add_argument("packs", nargs="+", help="packaged pack folders")
+    s.set_defaults(fn=cmd_census)
+    args = p.parse_args(argv)
+    try:
+        return args.fn(args)
+    except ConfigErrors as e:
+        for err in e.errors:
+            print(f"error: {err}", file=sys.stderr)
+        print(f"ingot: {len(e.errors)} error(s); nothing was written", file=sys.stderr)
+        return EXIT_CONFIG

@@ -1,0 +1,169 @@
+"""Reading code objects back: the kernarg signature and resource usage of each
+kernel, from the code object itself (never from the compiler's console).
+
+AMD (gfx*): the NT_AMDGPU_METADATA note, as `llvm-readelf --notes` prints it.
+NVIDIA (cubin): the ELF's .nv.info sections (EIATTR records: KPARAM_INFO for the
+parameters, REGCOUNT and FRAME_SIZE per kernel), the .nv.shared.<kernel>
+section for static shared memory, and the symbol table for code size."""
+
+import struct
+import subprocess
+
+import yaml
+
+
+class CodeObjectError(Exception):
+    pass
+
+
+# ---- a minimal ELF64 little-endian reader --------------------------------------
+
+class Elf:
+    def __init__(self, data, path):
+        self.data, self.path = data, path
+        if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+            raise CodeObjectError(f"{path}: not a 64-bit little-endian ELF file")
+        (self.shoff,) = struct.unpack_from("<Q", data, 0x28)
+        self.shentsize, self.shnum, self.shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+        if self.shoff + self.shnum * self.shentsize > len(data):
+            raise CodeObjectError(f"{path}: section table past the end of the file")
+        self.sections = []
+        for i in range(self.shnum):
+            off = self.shoff + i * self.shentsize
+            name, typ, _flags, _addr, offset, size, link, info = struct.unpack_from("<IIQQQQII", data, off)
+            self.sections.append({"name_off": name, "type": typ, "offset": offset, "size": size,
+                                  "link": link, "info": info})
+        strtab = self.sections[self.shstrndx]
+        for s in self.sections:
+            s["name"] = self._str(strtab, s["name_off"])
+
+    def _str(self, sec, off):
+        start = sec["offset"] + off
+        end = self.data.index(b"\0", start)
+        return self.data[start:end].decode("ascii", errors="replace")
+
+    def section(self, name):
+        return next((s for s in self.sections if s["name"] == name), None)
+
+    def contents(self, sec):
+        if sec["type"] == 8:  # SHT_NOBITS
+            return b""
+        return self.data[sec["offset"]:sec["offset"] + sec["size"]]
+
+    def symbols(self):
+        """[(name, value, size, type, shndx)] from .symtab."""
+        sym = next((s for s in self.sections if s["type"] == 2), None)
+        if sym is None:
+            return []
+        strtab = self.sections[sym["link"]]
+        out = []
+        raw = self.contents(sym)
+        for off in range(0, len(raw), 24):
+            name, info, _other, shndx, value, size = struct.unpack_from("<IBBHQQ", raw, off)
+            out.append((self._str(strtab, name), value, size, info & 0xF, shndx))
+        return out
+
+
+def _function_sizes(elf):
+    return {name: size for name, _v, size, typ, _s in elf.symbols() if typ == 2}  # STT_FUNC
+
+
+# ---- NVIDIA cubin -------------------------------------------------------------------
+
+EIATTR_FRAME_SIZE = 0x11
+EIATTR_KPARAM_INFO = 0x17
+EIATTR_REGCOUNT = 0x2F
+
+
+def _eiattrs(raw):
+    """Yields (attr, payload bytes) of an .nv.info section."""
+    i = 0
+    while i + 2 <= len(raw):
+        fmt, attr = raw[i], raw[i + 1]
+        if fmt == 0x04:  # EIFMT_SVAL: u16 size, then the payload
+            (size,) = struct.unpack_from("<H", raw, i + 2)
+            yield attr, raw[i + 4:i + 4 + size]
+            i += 4 + size
+        elif fmt in (0x02, 0x03):  # BVAL / HVAL: a 2-byte value
+            yield attr, raw[i + 2:i + 4]
+            i += 4
+        elif fmt == 0x01:  # NVAL
+            yield attr, b""
+            i += 2
+        else:
+            raise CodeObjectError(f"unknown .nv.info record format 0x{fmt:02x} at byte {i}")
+
+
+def read_cubin(path):
+    with open(path, "rb") as f:
+        elf = Elf(f.read(), path)
+    syms = elf.symbols()
+    index = {i: s[0] for i, s in enumerate(syms)}
+    sizes = _function_sizes(elf)
+    per_sym = {}
+    glob = elf.section(".nv.info")
+    if glob is not None:
+        for attr, payload in _eiattrs(elf.contents(glob)):
+            if attr in (EIATTR_REGCOUNT, EIATTR_FRAME_SIZE) and len(payload) == 8:
+                sym, value = struct.unpack("<II", payload)
+                key = "registers" if attr == EIATTR_REGCOUNT else "frame_bytes"
+                per_sym.setdefault(index.get(sym, ""), {})[key] = value
+    kernels = {}
+    for sec in elf.sections:
+        if not sec["name"].startswith(".nv.info."):
+            continue
+        name = sec["name"][len(".nv.info."):]
+        params = []
+        for attr, payload in _eiattrs(elf.contents(sec)):
+            if attr == EIATTR_KPARAM_INFO and len(payload) == 12:
+                _index, ordinal, offset, flags = struct.unpack("<IHHI", payload)
+                params.append((ordinal, offset, (flags >> 18) & 0x3FFF))
+        params.sort()
+        shared = elf.section(f".nv.shared.{name}")
+        info = per_sym.get(name, {})
+        kernels[name] = {
+            "signature": [{"offset": off, "size": size} for _o, off, size in params],
+            "kernarg_size": max((off + size for _o, off, size in params), default=0),
+            "resources": {
+                "registers": info.get("registers", 0),
+                "scratch": info.get("frame_bytes", 0),
+                "spill": info.get("frame_bytes", 0),  # the cubin keeps no spill count: local frame bytes bound it
+                "lds": shared["size"] if shared else 0,
+                "code_bytes": sizes.get(name, 0),
+            },
+        }
+    return kernels
+
+
+# ---- AMD code objects -------------------------------------------------------------
+
+def read_amd(path, readelf):
+    try:
+        out = subprocess.run([readelf, "--notes", path], check=True, capture_output=True, text=True).stdout
+    except FileNotFoundError:
+        raise CodeObjectError(f"{readelf} not found: install package llvm-22") from None
+    except subprocess.CalledProcessError as e:
+        raise CodeObjectError(f"{readelf} --notes {path} failed: {e.stderr.strip()}") from None
+    start, end = out.find("---"), out.rfind("\n...")
+    if start < 0 or end < 0:
+        raise CodeObjectError(f"{path}: no AMDGPU metadata note")
+    meta = yaml.safe_load(out[start:end])
+    with open(path, "rb") as f:
+        sizes = _function_sizes(Elf(f.read(), path))
+    kernels = {}
+    for k in meta.get("amdhsa.kernels", []):
+        args = [a for a in k.get(".args", []) if not a.get(".value_kind", "").startswith("hidden_")]
+        kernels[k[".name"]] = {
+            "signature": [{"kind": a[".value_kind"], "offset": a[".offset"], "size": a[".size"]} for a in args],
+            "kernarg_size": max((a[".offset"] + a[".size"] for a in args), default=0),
+            "resources": {
+                "vgpr": k.get(".vgpr_count", 0), "sgpr": k.get(".sgpr_count", 0),
+                "agpr": k.get(".agpr_count", 0),
+                "spill": k.get(".vgpr_spill_count", 0) + k.get(".sgpr_spill_count", 0),
+                "scratch": k.get(".private_segment_fixed_size", 0),
+                "lds": k.get(".group_segment_fixed_size", 0),
+                "wavefront_size": k.get(".wavefront_size", 0),
+                "code_bytes": sizes.get(k[".name"], 0),
+            },
+        }
+    return kernels

@@ -1,0 +1,294 @@
+"""Stage 2 and 3: validate a loaded config (schema, then semantic rules) and
+expand its variants into a sorted tuple of frozen kernel instances."""
+
+import itertools
+import re
+from dataclasses import dataclass
+
+from ingot.archs import ARCHS, known_archs
+from ingot.errors import ErrorSink
+from ingot.families import FAMILIES
+from ingot.families import attention_decode as ad
+from ingot.ids import kernel_id
+from ingot.schema import Context, Int, List, Map, Str, show
+
+IDENT = re.compile(r"[a-z][a-z0-9_]*")
+ENGINE = re.compile(r"[a-z][a-z0-9_]*:[A-Z][A-Za-z0-9]*")
+VERSION = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
+FIELD_TYPES = ["bool", "int", "float", "string", "int_list"]
+
+
+def _variant_schema(family):
+    return Map({
+        "name": (Str(pattern=IDENT, pattern_desc="a lower-case identifier ([a-z][a-z0-9_]*)"), True, None),
+        "priority": (Int(-1000, 1000), False, 0),
+        "axes": (Map({k: (List(v, unique=True), k != "max_sq", None) for k, v in family.axes.items()}), True, None),
+        "exclude": (List(Map({k: (v, False, None) for k, v in family.axes.items()}), min_len=0), False, []),
+        "knobs": (Map({k: (v, False, None) for k, v in family.knobs.items()}), False, {}),
+        "admit": (family.admit, True, None),
+    })
+
+
+def _schema(family):
+    return Map({
+        "pack": (Str(pattern=IDENT, pattern_desc="a lower-case identifier ([a-z][a-z0-9_]*)"), True, None),
+        "family": (Str(choices=sorted(FAMILIES)), True, None),
+        "engine": (Str(pattern=ENGINE, pattern_desc="an engine name like 'ingot:AttentionDecode'"), True, None),
+        "sdk_version": (Str(pattern=VERSION, pattern_desc="a version like '0.1.0'"), True, None),
+        "description": (Str(max_len=1000), False, ""),
+        "archs": (List(Str(choices=known_archs()), unique=True), True, None),
+        "metadata_fields": (List(Map({
+            "name": (Str(pattern=IDENT, pattern_desc="a lower-case identifier"), True, None),
+            "type": (Str(choices=FIELD_TYPES), True, None),
+            "default": (_Any(), False, _NO_DEFAULT),
+        }), unique=False), True, None),
+        "knobs": (Map({k: (v, True, None) for k, v in family.knobs.items()}), True, None),
+        "split": (family.split, False, {"ctas_per_cu": 2, "min_tiles_per_split": 2}),
+        "behavior_notes": (List(Str(max_len=256), min_len=0), False, []),
+        "variants": (List(_variant_schema(family)), True, None),
+    })
+
+
+class _NoDefault:
+    def __repr__(self):
+        return "<no default>"
+
+
+_NO_DEFAULT = _NoDefault()
+
+
+class _Any:
+    def check(self, value, path, ctx):
+        return value
+
+
+@dataclass(frozen=True)
+class Pack:
+    name: str
+    family: str
+    engine: str
+    sdk_version: str
+    description: str
+    archs: tuple
+    metadata_fields: tuple  # ((name, type, default or _NO_DEFAULT), ...)
+    knobs: tuple  # knob names a user may tune
+    split: tuple  # ((key, value), ...)
+    behavior_notes: tuple
+    instances: tuple
+    config_path: str
+    config_sha256: str
+
+    def instance(self, name):
+        return next(i for i in self.instances if i.name == name)
+
+
+def validate_and_expand(located, config_sha256):
+    """Returns a Pack or raises ConfigErrors naming every problem."""
+    sink = ErrorSink()
+    ctx = Context(located, sink)
+    data = located.data
+    fam_name = data.get("family") if isinstance(data, dict) else None
+    family = FAMILIES.get(fam_name, FAMILIES[ad.NAME])
+    cfg = _schema(family).check(data, (), ctx)
+    sink.raise_if_any()
+
+    archs = [ARCHS[a] for a in sorted(cfg["archs"])]
+    _check_metadata_fields(cfg, ctx)
+    instances = []
+    names = set()
+    for vi, var in enumerate(cfg["variants"]):
+        vpath = ("variants", vi)
+        if var["name"] in names:
+            ctx.error(vpath + ("name",), f"duplicate variant name '{var['name']}'")
+        names.add(var["name"])
+        instances += _expand_variant(cfg, var, vpath, archs, ctx)
+    sink.raise_if_any()
+    _check_duplicates_and_shadowing(instances, ctx)
+    sink.raise_if_any()
+
+    fields = tuple((f["name"], f["type"], f["default"]) for f in cfg["metadata_fields"])
+    return Pack(
+        name=cfg["pack"], family=family.name, engine=cfg["engine"], sdk_version=cfg["sdk_version"],
+        description=cfg["description"], archs=tuple(a.name for a in archs), metadata_fields=fields,
+        knobs=tuple(sorted(cfg["knobs"])), split=tuple(sorted(cfg["split"].items())),
+        behavior_notes=tuple(cfg["behavior_notes"]),
+        instances=tuple(sorted(instances, key=lambda i: i.name)),
+        config_path=located.path, config_sha256=config_sha256)
+
+
+def _check_metadata_fields(cfg, ctx):
+    """The config declares the KMD; it must describe exactly what the family emits."""
+    declared = {}
+    for i, f in enumerate(cfg["metadata_fields"]):
+        p = ("metadata_fields", i)
+        if f["name"] in declared:
+            ctx.error(p + ("name",), f"duplicate metadata field '{f['name']}'")
+            continue
+        declared[f["name"]] = f
+        want = ad.METADATA_TYPES.get(f["name"])
+        if want is None:
+            ctx.error(p + ("name",), f"metadata field '{f['name']}' is not produced by family "
+                      f"'{ad.NAME}' (it produces: {', '.join(sorted(ad.METADATA_TYPES))})")
+        elif f["type"] != want:
+            ctx.error(p + ("type",), f"metadata field '{f['name']}' has type {show(f['type'])}, "
+                      f"but family '{ad.NAME}' produces a {want}")
+        if f["default"] is not _NO_DEFAULT and not _value_has_type(f["default"], f["type"]):
+            ctx.error(p + ("default",), f"default {show(f['default'])} is not a {f['type']}")
+    for name in sorted(set(ad.METADATA_TYPES) - set(declared)):
+        ctx.error(("metadata_fields",), f"missing metadata field '{name}' "
+                  f"(type {ad.METADATA_TYPES[name]}), which every kernel of family '{ad.NAME}' has")
+
+
+def _value_has_type(v, t):
+    if t == "bool":
+        return isinstance(v, bool)
+    if t == "int":
+        return isinstance(v, int) and not isinstance(v, bool)
+    if t == "float":
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    if t == "string":
+        return isinstance(v, str)
+    return isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+
+
+def _expand_variant(cfg, var, vpath, archs, ctx):
+    axes = dict(var["axes"])
+    if axes.get("max_sq") is None:
+        axes["max_sq"] = [1]
+    keys = sorted(axes)
+    knobs = dict(cfg["knobs"])
+    knobs.update({k: v for k, v in var["knobs"].items() if v is not None})
+    admit = var["admit"]
+    apath = vpath + ("admit",)
+    ok = True
+
+    for i, hd in enumerate(axes["head_dim"]):
+        if hd not in ad.HEAD_DIMS:
+            ctx.error(vpath + ("axes", "head_dim", i), f"head dim {hd} is not supported by the kernel "
+                      f"(supported: {', '.join(map(str, ad.HEAD_DIMS))})")
+            ok = False
+    for i, (hq, hkv) in enumerate(admit["heads"]):
+        if hq % hkv:
+            ctx.error(apath + ("heads", i), f"Hq {hq} is not a multiple of Hkv {hkv}")
+            ok = False
+        elif hq // hkv not in axes["group"]:
+            ctx.error(apath + ("heads", i), f"heads [{hq}, {hkv}] have group {hq // hkv}, which no "
+                      f"instance of variant '{var['name']}' has (groups: {', '.join(map(str, axes['group']))})")
+            ok = False
+    has_paged = "paged" in axes["kv_layout"]
+    if has_paged and not admit["page_sizes"]:
+        ctx.error(apath, "missing 'page_sizes', required when kv_layout includes 'paged'")
+        ok = False
+    for i, ps in enumerate(admit["page_sizes"] or []):
+        if ps & (ps - 1):
+            ctx.error(apath + ("page_sizes", i), f"page size {ps} is not a power of two")
+            ok = False
+    if admit["page_sizes"] and not has_paged:
+        ctx.error(apath + ("page_sizes",), "page sizes given, but the variant has no paged kv_layout")
+        ok = False
+    for j, ex in enumerate(var["exclude"]):
+        for k, val in ex.items():
+            if val is not None and val not in axes.get(k, []):
+                ctx.error(vpath + ("exclude", j, k), f"{show(val)} is not a value of axis '{k}' "
+                          f"(values: {', '.join(show(x) for x in axes.get(k, []))})")
+                ok = False
+    for k in ("tokens_per_wave", "waves", "max_rows"):
+        if k in var["knobs"] and var["knobs"][k] is None:
+            pass
+    if not ok:
+        return []
+
+    out = []
+    for combo in itertools.product(*(axes[k] for k in keys)):
+        point = dict(zip(keys, combo))
+        if any(all(point[k] == v for k, v in ex.items() if v is not None) for ex in var["exclude"]):
+            continue
+        heads = tuple(sorted(tuple(h) for h in admit["heads"] if h[0] // h[1] == point["group"]))
+        if not heads:
+            continue  # this group has no admitted heads pair: not an instance
+        seq_q = admit["seq_q"] or (1, point["max_sq"])
+        if seq_q[1] > point["max_sq"]:
+            ctx.error(apath + ("seq_q",), f"seq_q up to {seq_q[1]} exceeds the instance's max_sq "
+                      f"{point['max_sq']}")
+            return []
+        rows = min(point["group"] * point["max_sq"], knobs["max_rows"], ad.MAX_ROWS)
+        inst = ad.Instance(
+            pack=cfg["pack"], variant=var["name"], dtype=point["dtype"], head_dim=point["head_dim"],
+            group=point["group"], kv_layout=point["kv_layout"], max_sq=point["max_sq"],
+            waves=knobs["waves"], tokens_per_wave=knobs["tokens_per_wave"], rows=rows,
+            max_splits=knobs["max_splits"], priority=var["priority"], heads=heads,
+            batch=tuple(admit["batch"]), seq_q=tuple(seq_q), capacity=tuple(admit["capacity"]),
+            page_sizes=tuple(sorted(admit["page_sizes"] or [])) if point["kv_layout"] == "paged" else (),
+            masks=tuple(sorted(admit["masks"])), lse=admit["lse"])
+        if not _check_instance_fits(inst, archs, vpath, ctx):
+            return []
+        out.append(inst)
+    if not out:
+        ctx.error(vpath, f"variant '{var['name']}' expands to no kernel instance "
+                  "(every axis combination is excluded or has no admitted heads pair)")
+    return out
+
+
+def _check_instance_fits(inst, archs, vpath, ctx):
+    ok = True
+    for arch in archs:
+        lpt = inst.head_dim // 8
+        if lpt > arch.wave_size:
+            ctx.error(vpath + ("axes", "head_dim"), f"head dim {inst.head_dim} needs {lpt} lanes per "
+                      f"token, more than the {arch.wave_size}-lane wave of {arch.name}")
+            return False
+        tpl = inst.tokens_per_load(arch)
+        if inst.tokens_per_wave % tpl:
+            ctx.error(vpath + ("knobs", "tokens_per_wave"), f"tokens_per_wave {inst.tokens_per_wave} "
+                      f"is not a multiple of {tpl}, the tokens one load covers on {arch.name} "
+                      f"for head dim {inst.head_dim} (instance {inst.name})")
+            ok = False
+        if inst.lds_bytes(arch) > arch.max_lds_bytes:
+            ctx.error(vpath + ("knobs",), f"instance {inst.name} needs {inst.lds_bytes(arch)} bytes of "
+                      f"LDS, more than the {arch.max_lds_bytes} {arch.name} allows")
+            ok = False
+    return ok
+
+
+def _covers(a, b):
+    """Does admission set/range a cover b?"""
+    if isinstance(a, frozenset):
+        return b <= a
+    return a[0] <= b[0] and b[1] <= a[1]
+
+
+def _check_duplicates_and_shadowing(instances, ctx):
+    by_key, by_name = {}, {}
+    for inst in instances:
+        prev = by_key.get(inst.code_key) or by_name.get(inst.name)
+        if prev is not None:
+            ctx.error(("variants",), f"duplicate instance {inst.name}: variants '{prev.variant}' and "
+                      f"'{inst.variant}' both produce it")
+            continue
+        by_key[inst.code_key] = inst
+        by_name[inst.name] = inst
+    # Selection order among kernels that admit a graph: score = seq_q - max_sq
+    # (higher wins), then priority (higher wins), then name. Y shadows X when Y
+    # admits every graph X admits and wins on each of them.
+    for x in instances:
+        ax = x.admission()
+        for y in instances:
+            if y is x:
+                continue
+            ay = y.admission()
+            if not all(_covers(ay[k], ax[k]) for k in ax):
+                continue
+            if _wins(y, x):
+                ctx.error(("variants",), f"instance {x.name} (variant '{x.variant}') can never be "
+                          f"chosen: {y.name} (variant '{y.variant}') admits every graph it admits "
+                          "and wins the selection")
+                break
+
+
+def _wins(y, x):
+    """Does y win the selection over x on a graph both admit? (INTERNALS.md §3:
+    score = seq_q - max_sq, then priority, higher wins; then the lower id.)"""
+    ky, kx = (-y.max_sq, y.priority), (-x.max_sq, x.priority)
+    if ky != kx:
+        return ky > kx
+    return kernel_id(y) < kernel_id(x)

@@ -1,0 +1,92 @@
+"""The five descriptor kinds (docs/INTERNALS.md §2), built as plain dicts and
+written as sorted, indented JSON."""
+
+import json
+
+from ingot.families import attention_decode as ad
+from ingot.ids import descriptor_id, kernel_id
+
+VERSION = "1.0"
+
+
+def dumps(obj):
+    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
+
+
+def names(pack):
+    return {
+        "ued": f"{pack.name}.ued.json", "kmd": f"{pack.name}.kmd.json",
+        "udd": f"{pack.name}.udd.json", "kdp": f"{pack.name}.kdp.json",
+        "graph_umd": f"{pack.name}.graph.umd.json",
+    }
+
+
+def build(pack):
+    """Returns {filename: dict} of every descriptor of the pack (authored form)."""
+    p = pack.name
+    ids = {k: descriptor_id(p, k, p) for k in ("ued", "kmd", "udd", "kdp", "graph_umd")}
+    n = names(pack)
+    out = {}
+    out[n["kmd"]] = {
+        "version": VERSION, "id": ids["kmd"], "name": f"{p}.kmd",
+        "fields": [_field(name, typ, default) for name, typ, default in pack.metadata_fields],
+    }
+    out[n["ued"]] = {
+        "version": VERSION, "id": ids["ued"], "name": pack.engine, "sdk_version": pack.sdk_version,
+        "graph_match": {"kind": "constraints", "matchers": [ids["graph_umd"]]},
+        "metadata": ids["kmd"], "heuristic": None,
+        # knobs name KMD fields (the runtime checks that); a generator-only knob
+        # such as max_rows shapes `rows` but is not itself kernel metadata.
+        "knobs": [k for k in pack.knobs if k in {f[0] for f in pack.metadata_fields}],
+        "behavior_notes": list(pack.behavior_notes),
+    }
+    out[n["udd"]] = {
+        "version": VERSION, "id": ids["udd"], "name": f"{p}.udd",
+        "dispatch_symbol": dispatch_symbol(pack), "entry_points": list(ad.ENTRY_POINTS),
+        "kernarg_size": ad.kernarg_size(), "signature": ad.signature(),
+        "workspace": {
+            "policy": "derived",
+            "description": "fp32, only when the plan splits the KV range (num_splits > 1): per sequence "
+                           "and KV head, group*max_sq*num_splits*(head_dim+1) floats",
+            "split": dict(pack.split),
+        },
+    }
+    out[n["graph_umd"]] = {
+        "version": VERSION, "id": ids["graph_umd"], "name": f"{p}.graph", "scope": "graph",
+        "constraints": ad.GRAPH_CONSTRAINTS,
+    }
+    kernels = []
+    for inst in pack.instances:
+        umd_name = f"{inst.name}.umd.json"
+        umd_id = descriptor_id(p, "umd", inst.name)
+        out[umd_name] = {"version": VERSION, "id": umd_id, "name": inst.name, "scope": "kernel",
+                         "constraints": inst.constraints()}
+        kernels.append({
+            "version": VERSION, "id": kernel_id(inst), "name": inst.name, "priority": inst.priority,
+            "matchers": [umd_id], "metadata": inst.metadata(),
+            "kernel_source": {
+                "kind": "hip_source",
+                "sources": {a: inst.filename(a) for a in pack.archs},
+                "symbols": {e: inst.symbol(e) for e in ad.ENTRY_POINTS},
+                "spec": {"variant": inst.variant, "rows_total": inst.rows_total},
+            },
+        })
+    out[n["kdp"]] = {
+        "version": VERSION, "id": ids["kdp"], "name": p, "engine": ids["ued"], "dispatch": ids["udd"],
+        "matchers": [ids["graph_umd"]], "arch": list(pack.archs),
+        "provenance": {"generator": "ingot 0.1.0", "config": pack.config_path,
+                       "config_sha256": pack.config_sha256},
+        "kernelDescriptors": kernels,
+    }
+    return out
+
+
+def dispatch_symbol(pack):
+    return f"ingot_{pack.name}_dispatch"
+
+
+def _field(name, typ, default):
+    f = {"name": name, "type": typ}
+    if repr(default) != "<no default>":
+        f["default_value"] = default
+    return f

@@ -1,0 +1,197 @@
+"""The attention decode family: single-token (and speculative) decode over a
+contiguous or paged KV cache, split-KV, optional LSE. The algorithm lives in
+templates/ingot_attention_decode.h; this module describes it to the generator."""
+
+from dataclasses import dataclass
+
+from ingot.schema import Bool, Int, List, Map, Range, Str
+
+NAME = "attention_decode"
+
+DTYPES = ("bf16", "fp16")
+HEAD_DIMS = (64, 128, 256)
+KV_LAYOUTS = ("contiguous", "paged")
+MASKS = ("none", "causal")
+MAX_ROWS = 8  # q and accumulator rows one workgroup keeps in registers
+MAX_SPLITS = 256  # kernel limit (kMaxSplits in the header)
+KERNEL_MAX_CAPACITY = 1 << 30
+ELEMENT_BYTES = 2
+
+AXES = {
+    "dtype": Str(choices=list(DTYPES)),
+    "head_dim": Int(1, 4096),
+    "group": Int(1, 64),
+    "kv_layout": Str(choices=list(KV_LAYOUTS)),
+    "max_sq": Int(1, 8),
+}
+
+KNOBS = {
+    "waves": Int(1, 16),
+    "tokens_per_wave": Int(1, 256),
+    "max_rows": Int(1, 64),
+    "max_splits": Int(1, MAX_SPLITS),
+}
+
+ADMIT = Map({
+    "heads": (List(List(Int(1, 1024), min_len=2, max_len=2), unique=True), True, None),
+    "batch": (Range(1, 65535), True, None),
+    "seq_q": (Range(1, 8), False, None),
+    "capacity": (Range(1, KERNEL_MAX_CAPACITY), True, None),
+    "page_sizes": (List(Int(1, 1 << 20), unique=True), False, None),
+    "masks": (List(Str(choices=list(MASKS)), unique=True), True, None),
+    "lse": (Bool(), False, False),
+})
+
+SPLIT = Map({
+    "ctas_per_cu": (Int(1, 64), False, 2),
+    "min_tiles_per_split": (Int(1, 1 << 16), False, 2),
+})
+
+# The kernarg signature of both entry points (templates/ingot_attention_decode.h,
+# INGOT_AD_PARAMS), in order. Offsets follow the C ABI both targets use.
+SIGNATURE = (
+    [(n, "global_buffer", 8) for n in ("q", "k", "v", "o", "lse", "seq_lens", "page_table", "workspace")]
+    + [(n, "by_value", 8) for n in (
+        "q_stride_b", "q_stride_h", "q_stride_s", "k_stride_b", "k_stride_t", "k_stride_h",
+        "v_stride_b", "v_stride_t", "v_stride_h", "o_stride_b", "o_stride_h", "o_stride_s",
+        "page_table_stride")]
+    + [(n, "by_value", 4) for n in ("capacity", "page_size", "sq", "num_splits", "num_kv_heads", "flags", "scale")]
+)
+
+ENTRY_POINTS = ("split", "merge")
+
+METADATA_TYPES = {
+    "dtype": "string", "head_dim": "int", "group": "int", "max_sq": "int", "rows": "int",
+    "kv_layout": "string", "waves": "int", "tokens_per_wave": "int", "max_splits": "int", "lse": "bool",
+}
+
+
+def signature():
+    out, off = [], 0
+    for name, kind, size in SIGNATURE:
+        off = (off + size - 1) // size * size
+        out.append({"name": name, "kind": kind, "size": size, "offset": off})
+        off += size
+    return out
+
+
+def kernarg_size():
+    last = signature()[-1]
+    return last["offset"] + last["size"]
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One kernel instance: the shape its code is specialized for, its knobs, and
+    the graphs it admits."""
+    pack: str
+    variant: str
+    dtype: str
+    head_dim: int
+    group: int
+    kv_layout: str
+    max_sq: int
+    waves: int
+    tokens_per_wave: int
+    rows: int
+    max_splits: int
+    priority: int
+    heads: tuple  # ((hq, hkv), ...)
+    batch: tuple
+    seq_q: tuple
+    capacity: tuple
+    page_sizes: tuple
+    masks: tuple
+    lse: bool
+
+    @property
+    def name(self):
+        layout = "contig" if self.kv_layout == "contiguous" else "paged"
+        return (f"{self.pack}_{self.dtype}_d{self.head_dim}_g{self.group}_sq{self.max_sq}_{layout}"
+                f"_w{self.waves}t{self.tokens_per_wave}")
+
+    def filename(self, arch):
+        return f"kernels/{arch}/{self.name}.hip"
+
+    def symbol(self, entry):
+        return f"{self.name}_{entry}"
+
+    @property
+    def code_key(self):
+        """What changes the code: two instances with the same key are duplicates."""
+        return (self.dtype, self.head_dim, self.group, self.kv_layout, self.max_sq, self.waves,
+                self.tokens_per_wave, self.rows)
+
+    @property
+    def rows_total(self):
+        return self.group * self.max_sq
+
+    def metadata(self):
+        return {"dtype": self.dtype, "head_dim": self.head_dim, "group": self.group,
+                "max_sq": self.max_sq, "rows": self.rows, "kv_layout": self.kv_layout,
+                "waves": self.waves, "tokens_per_wave": self.tokens_per_wave,
+                "max_splits": self.max_splits, "lse": self.lse}
+
+    def admission(self):
+        """Per-dimension admitted sets, for the shadowing check. Each value is a
+        frozenset or an inclusive (lo, hi) range."""
+        return {
+            "dtype": frozenset([self.dtype]), "head_dim": frozenset([self.head_dim]),
+            "kv_layout": frozenset([self.kv_layout]), "heads": frozenset(self.heads),
+            "batch": self.batch, "seq_q": self.seq_q, "capacity": self.capacity,
+            "page_sizes": frozenset(self.page_sizes), "masks": frozenset(self.masks),
+            "lse": frozenset([False, True] if self.lse else [False]),
+        }
+
+    def constraints(self):
+        """The kernel-scope UMD: what this kernel admits, as data."""
+        c = [
+            {"field": "dtype", "op": "eq", "value": self.dtype},
+            {"field": "kv_dtype", "op": "eq", "value": self.dtype},
+            {"field": "o_dtype", "op": "eq", "value": self.dtype},
+            {"field": "head_dim", "op": "eq", "value": self.head_dim},
+            {"field": "heads", "op": "in", "values": [list(h) for h in self.heads]},
+            {"field": "batch", "op": "range", "min": self.batch[0], "max": self.batch[1]},
+            {"field": "seq_q", "op": "range", "min": self.seq_q[0], "max": self.seq_q[1]},
+            {"field": "capacity", "op": "range", "min": self.capacity[0], "max": self.capacity[1]},
+            {"field": "kv_layout", "op": "eq", "value": self.kv_layout},
+            {"field": "mask", "op": "in", "values": list(self.masks)},
+        ]
+        if self.kv_layout == "paged":
+            c.append({"field": "page_size", "op": "in", "values": list(self.page_sizes)})
+        c.append({"field": "lse", "op": "in", "values": [False, True] if self.lse else [False]})
+        return c
+
+    def tokens_per_load(self, arch):
+        return arch.wave_size // (self.head_dim // 8)
+
+    def lds_bytes(self, arch):
+        """Static LDS of the split kernel (SplitShared in the header); the merge
+        kernel needs rows*(MAX_SPLITS+1)*4 bytes."""
+        split = 4 * self.waves * (self.tokens_per_wave * self.rows + 2 * self.rows + self.rows * self.head_dim)
+        merge = 4 * self.rows * (MAX_SPLITS + 1)
+        return max(split, merge)
+
+
+GRAPH_CONSTRAINTS = [
+    {"field": "seq_lens.dtype", "op": "eq", "value": "int32"},
+    {"field": "seq_lens.memory", "op": "eq", "value": "device"},
+    {"field": "mask_align", "op": "eq", "value": "bottom_right"},
+    {"field": "q.layout", "op": "eq", "value": "dense_d"},
+    {"field": "k.layout", "op": "eq", "value": "dense_d"},
+    {"field": "v.layout", "op": "eq", "value": "dense_d"},
+    {"field": "o.layout", "op": "eq", "value": "dense_d"},
+    {"field": "lse.layout", "op": "in", "values": ["absent", "contiguous"]},
+]
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    axes: dict
+    knobs: dict
+    admit: Map
+    split: Map
+
+
+FAMILY = Family(NAME, AXES, KNOBS, ADMIT, SPLIT)

@@ -1,0 +1,163 @@
+"""The packaging step: code objects + authored descriptors -> a packaged pack
+folder (docs/INTERNALS.md §1). Each code object's kernarg signature and
+resources are read back from the object itself; a signature that disagrees
+with the UDD fails the build. The folder is assembled beside its final place
+and renamed over it, so a failed packaging leaves the old pack intact."""
+
+import glob
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+from ingot.archs import ARCHS
+from ingot.codeobj import CodeObjectError, read_amd, read_cubin
+from ingot.descriptors import dumps
+
+
+class PackageError(Exception):
+    pass
+
+
+def _load_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _check_signature(obj_path, symbol, got, udd, vendor):
+    want = udd["signature"]
+    if got["kernarg_size"] != udd["kernarg_size"]:
+        raise PackageError(f"{obj_path}: {symbol}: kernarg size {got['kernarg_size']} bytes, "
+                           f"the UDD says {udd['kernarg_size']}")
+    if len(got["signature"]) != len(want):
+        raise PackageError(f"{obj_path}: {symbol}: {len(got['signature'])} kernel arguments, "
+                           f"the UDD says {len(want)}")
+    for g, w in zip(got["signature"], want):
+        if g["offset"] != w["offset"] or g["size"] != w["size"] or (vendor == "amd" and g["kind"] != w["kind"]):
+            kind = f" {g['kind']}" if vendor == "amd" else ""
+            raise PackageError(f"{obj_path}: {symbol}: argument '{w['name']}' is{kind} at offset "
+                               f"{g['offset']} size {g['size']}, the UDD says {w['kind']} at offset "
+                               f"{w['offset']} size {w['size']}")
+
+
+def package_pack(generated, objects, out, readelf, archs=None, quiet=False):
+    try:
+        return _package(generated, objects, out, readelf, archs, quiet)
+    except (PackageError, CodeObjectError, OSError, KeyError, ValueError) as e:
+        print(f"ingot package: error: {e}", file=sys.stderr)
+        return 1
+
+
+def _package(generated, objects, out, readelf, archs, quiet):
+    desc_dir = os.path.join(generated, "descriptors")
+    kdps = glob.glob(os.path.join(desc_dir, "*.kdp.json"))
+    if len(kdps) != 1:
+        raise PackageError(f"{desc_dir}: expected exactly one *.kdp.json, found {len(kdps)}")
+    kdp = _load_json(kdps[0])
+    if archs:
+        unknown = [a for a in archs if a not in kdp["arch"]]
+        if unknown:
+            raise PackageError(f"arch(s) {', '.join(unknown)} not in pack {kdp['name']} (it has: {', '.join(kdp['arch'])})")
+        # An arch left out (no compiler here) leaves the packaged KDP, not just its objects.
+        kdp["arch"] = [a for a in kdp["arch"] if a in archs]
+    udd = next(d for d in map(_load_json, glob.glob(os.path.join(desc_dir, "*.udd.json")))
+               if d["id"] == kdp["dispatch"])
+
+    parent = os.path.dirname(os.path.abspath(out))
+    os.makedirs(parent, exist_ok=True)
+    stage = tempfile.mkdtemp(prefix=".pack-", dir=parent)
+    try:
+        for path in sorted(glob.glob(os.path.join(desc_dir, "*.json"))):
+            if path not in kdps:
+                shutil.copyfile(path, os.path.join(stage, os.path.basename(path)))
+        for kd in kdp["kernelDescriptors"]:
+            src = kd["kernel_source"]
+            objs = {}
+            for arch_name in kdp["arch"]:
+                arch = ARCHS[arch_name]
+                inst = kd["name"]
+                fname = f"{inst}.{arch.name}.{arch.suffix}"
+                obj_path = os.path.join(objects, arch.name, fname)
+                if not os.path.isfile(obj_path):
+                    raise PackageError(f"{obj_path}: code object missing for kernel {inst} on {arch.name}")
+                kernels = read_amd(obj_path, readelf) if arch.vendor == "amd" else read_cubin(obj_path)
+                resources = {}
+                for entry, symbol in sorted(src["symbols"].items()):
+                    if symbol not in kernels:
+                        raise PackageError(f"{obj_path}: kernel symbol {symbol} not found "
+                                           f"(has: {', '.join(sorted(kernels)) or 'none'})")
+                    _check_signature(obj_path, symbol, kernels[symbol], udd, arch.vendor)
+                    resources[entry] = kernels[symbol]["resources"]
+                rel = f"code/{arch.name}/{fname}"
+                os.makedirs(os.path.join(stage, "code", arch.name), exist_ok=True)
+                shutil.copyfile(obj_path, os.path.join(stage, rel))
+                with open(obj_path, "rb") as f:
+                    sha = hashlib.sha256(f.read()).hexdigest()
+                first = kernels[src["symbols"]["split"]]
+                objs[arch.name] = {
+                    "path": rel, "sha256": sha, "kernarg_size": first["kernarg_size"],
+                    "signature": [{"kind": w["kind"], "offset": g["offset"], "size": g["size"]}
+                                  for g, w in zip(first["signature"], udd["signature"])],
+                    "resources": resources,
+                }
+            kd["kernel_source"] = {"kind": "code_object", "symbols": src["symbols"], "objects": objs}
+        with open(os.path.join(stage, os.path.basename(kdps[0])), "w", encoding="utf-8") as f:
+            f.write(dumps(kdp))
+        old = None
+        if os.path.exists(out):
+            old = tempfile.mkdtemp(prefix=".old-", dir=parent)
+            os.rmdir(old)
+            os.rename(out, old)
+        os.rename(stage, out)
+        stage = None
+        if old:
+            shutil.rmtree(old)
+    finally:
+        if stage and os.path.exists(stage):
+            shutil.rmtree(stage)
+    if not quiet:
+        n = len(kdp["kernelDescriptors"])
+        print(f"ingot package: {kdp['name']}: {n} kernels x {len(kdp['arch'])} archs -> {out}")
+    return 0
+
+
+def census_rows(pack_dir):
+    kdp_path = glob.glob(os.path.join(pack_dir, "*.kdp.json"))
+    if len(kdp_path) != 1:
+        raise PackageError(f"{pack_dir}: expected one *.kdp.json, found {len(kdp_path)}")
+    kdp = _load_json(kdp_path[0])
+    rows = []
+    for kd in kdp["kernelDescriptors"]:
+        for arch, obj in sorted(kd["kernel_source"]["objects"].items()):
+            for entry, r in sorted(obj["resources"].items()):
+                regs = r.get("registers", r.get("vgpr", 0))
+                rows.append((kdp["name"], kd["name"], arch, entry, regs, r.get("sgpr", "-"), r["spill"],
+                             r["scratch"], r["lds"], r["code_bytes"]))
+    return kdp, rows
+
+
+def print_census(pack_dirs):
+    try:
+        total = 0
+        for d in pack_dirs:
+            kdp, rows = census_rows(d)
+            archs = sorted({r[2] for r in rows})
+            print(f"pack {kdp['name']}: {len(kdp['kernelDescriptors'])} kernels, archs {', '.join(archs)}, "
+                  f"{len(rows)} entry points")
+            print(f"  {'kernel':58} {'arch':7} {'entry':6} {'regs':>5} {'sgpr':>5} {'spill':>6} "
+                  f"{'scratch':>8} {'lds':>7} {'code':>7}")
+            for _p, k, arch, entry, regs, sgpr, spill, scratch, lds, code in rows:
+                print(f"  {k:58} {arch:7} {entry:6} {regs:>5} {sgpr!s:>5} {spill:>6} {scratch:>8} {lds:>7} {code:>7}")
+            for arch in archs:
+                worst = [r for r in rows if r[2] == arch]
+                print(f"  {arch}: {len(worst) // 2} kernels, max regs {max(r[4] for r in worst)}, "
+                      f"spills {sum(r[6] for r in worst)}, scratch {sum(r[7] for r in worst)}, "
+                      f"max lds {max(r[8] for r in worst)}")
+            total += len(kdp["kernelDescriptors"])
+        print(f"census: {len(pack_dirs)} pack(s), {total} kernels")
+        return 0
+    except (PackageError, OSError, KeyError, ValueError) as e:
+        print(f"ingot census: error: {e}", file=sys.stderr)
+        return 1

@@ -1,0 +1,189 @@
+/* ingot runtime: load kernel packs, match attention graphs, plan, launch.
+ *
+ * Conventions (SQLite / IREE style):
+ *  - every call returns an ingot_status; out-parameters are set to NULL/0 first;
+ *  - a failed create leaves nothing allocated;
+ *  - each handle keeps its own last-error message (ingot_context_last_error);
+ *    nothing global is mutable, so two threads on two contexts never race;
+ *  - plans are immutable after creation and may be executed concurrently from
+ *    several threads on several streams.
+ */
+#ifndef INGOT_INGOT_H
+#define INGOT_INGOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(INGOT_STATIC_DEFINE)
+#define INGOT_API
+#elif defined(_WIN32)
+#define INGOT_API __declspec(dllimport)
+#else
+#define INGOT_API __attribute__((visibility("default")))
+#endif
+
+#define INGOT_VERSION_MAJOR 0
+#define INGOT_VERSION_MINOR 1
+#define INGOT_VERSION_PATCH 0
+
+typedef enum ingot_status {
+  INGOT_OK = 0,
+  INGOT_INVALID_ARGUMENT = 1, /* NULL pointer, bad size, bad enum value */
+  INGOT_INVALID_PACK = 2,     /* a descriptor or code object failed verification */
+  INGOT_NO_MATCH = 3,         /* no kernel admits the graph; see the decline report */
+  INGOT_UNAVAILABLE = 4,      /* driver library or device missing */
+  INGOT_DEVICE_ERROR = 5,     /* the driver returned an error */
+  INGOT_OUT_OF_MEMORY = 6,
+  INGOT_IO_ERROR = 7,
+  INGOT_LIMIT_EXCEEDED = 8,   /* a documented limit (size, count, length) was exceeded */
+  INGOT_INTERNAL = 9
+} ingot_status;
+
+INGOT_API const char *ingot_status_string(ingot_status s);
+INGOT_API const char *ingot_version_string(void);
+
+/* ---- contexts and packs ------------------------------------------------ */
+
+typedef enum ingot_backend {
+  INGOT_BACKEND_NONE = 0, /* host only: load, verify, match, plan; no execute */
+  INGOT_BACKEND_CUDA = 1, /* libcuda.so.1 through dlopen */
+  INGOT_BACKEND_HIP = 2   /* libamdhip64.so[.6|.5] through dlopen */
+} ingot_backend;
+
+typedef struct ingot_context ingot_context;
+
+/* Host-only context: arch names the target the matcher filters on
+ * ("sm_90", "gfx942", "gfx950"); NULL admits every arch. */
+INGOT_API ingot_status ingot_context_create_host(const char *arch, ingot_context **out);
+/* Device context: loads the driver, opens device `ordinal`, reads its arch and
+ * compute-unit count. A missing driver or device gives INGOT_UNAVAILABLE with a
+ * message naming the reason; *out is NULL then. */
+INGOT_API ingot_status ingot_context_create(ingot_backend backend, int ordinal, ingot_context **out);
+/* The same, and err (may be NULL) receives the reason when it fails, since no
+ * context exists then to hold it (e.g. "cuda backend: libcuda.so.1 not found"). */
+INGOT_API ingot_status ingot_context_create_ex(ingot_backend backend, int ordinal, ingot_context **out,
+                                               char *err, size_t err_size);
+INGOT_API void ingot_context_destroy(ingot_context *ctx);
+/* The last error message on this context (never NULL; "" when none). */
+INGOT_API const char *ingot_context_last_error(const ingot_context *ctx);
+INGOT_API const char *ingot_context_arch(const ingot_context *ctx);
+INGOT_API int ingot_context_compute_units(const ingot_context *ctx);
+
+/* Opens a packaged pack folder (build/packs/<pack>/): parses and verifies every
+ * descriptor, the cross-references, each code object's sha256 and kernarg
+ * signature, before any driver call. Several packs may be opened on one context. */
+INGOT_API ingot_status ingot_context_open_pack(ingot_context *ctx, const char *pack_dir);
+INGOT_API size_t ingot_context_kernel_count(const ingot_context *ctx);
+
+/* ---- the attention decode graph ------------------------------------------ */
+
+typedef enum ingot_dtype {
+  INGOT_DTYPE_INVALID = 0,
+  INGOT_DTYPE_BF16 = 1,
+  INGOT_DTYPE_FP16 = 2,
+  INGOT_DTYPE_FP32 = 3,
+  INGOT_DTYPE_INT32 = 4,
+  INGOT_DTYPE_INT64 = 5
+} ingot_dtype;
+
+typedef enum ingot_memory {
+  INGOT_MEMORY_DEVICE = 0,
+  INGOT_MEMORY_HOST = 1
+} ingot_memory;
+
+#define INGOT_MAX_RANK 4
+
+typedef struct ingot_tensor_desc {
+  ingot_dtype dtype;
+  int rank;                      /* 0 = tensor absent */
+  int64_t dims[INGOT_MAX_RANK];
+  int64_t strides[INGOT_MAX_RANK]; /* in elements */
+  ingot_memory memory;
+} ingot_tensor_desc;
+
+typedef enum ingot_mask {
+  INGOT_MASK_NONE = 0,
+  INGOT_MASK_CAUSAL = 1
+} ingot_mask;
+
+typedef enum ingot_mask_align {
+  INGOT_ALIGN_BOTTOM_RIGHT = 0, /* query i of Sq sees keys < L - Sq + 1 + i */
+  INGOT_ALIGN_TOP_LEFT = 1      /* query i sees keys <= i (not packed) */
+} ingot_mask_align;
+
+typedef enum ingot_kv_layout {
+  INGOT_KV_CONTIGUOUS = 0, /* K, V: [B, capacity, Hkv, D] */
+  INGOT_KV_PAGED = 1       /* K, V: [num_pages, page_size, Hkv, D], page_table [B, max_pages] */
+} ingot_kv_layout;
+
+typedef struct ingot_attention_graph {
+  ingot_tensor_desc q;          /* [B, Hq, Sq, D] */
+  ingot_tensor_desc k;          /* see ingot_kv_layout */
+  ingot_tensor_desc v;
+  ingot_tensor_desc o;          /* [B, Hq, Sq, D], dtype of q */
+  ingot_tensor_desc lse;        /* optional: [B, Hq, Sq] fp32, rank 0 when absent */
+  ingot_tensor_desc seq_lens;   /* [B] int32, device: valid length per sequence */
+  ingot_tensor_desc page_table; /* [B, max_pages] int32, paged layout only */
+  ingot_kv_layout kv_layout;
+  int64_t capacity;             /* tokens each sequence may hold */
+  ingot_mask mask;
+  ingot_mask_align mask_align;
+  float scale;                  /* softmax scale, usually 1/sqrt(D) */
+} ingot_attention_graph;
+
+/* ---- plans -------------------------------------------------------------- */
+
+typedef struct ingot_plan ingot_plan;
+
+/* Matches the graph against every open pack, picks one kernel and plans its
+ * launches. On INGOT_NO_MATCH the context's last error holds, for every kernel
+ * considered, the constraint that declined it and the value against the allowed
+ * one (also available as ingot_context_decline_report). */
+INGOT_API ingot_status ingot_plan_create(ingot_context *ctx, const ingot_attention_graph *graph,
+                                         ingot_plan **out);
+INGOT_API void ingot_plan_destroy(ingot_plan *plan);
+INGOT_API const char *ingot_context_decline_report(const ingot_context *ctx);
+INGOT_API const char *ingot_plan_kernel_name(const ingot_plan *plan);
+INGOT_API size_t ingot_plan_workspace_size(const ingot_plan *plan);
+INGOT_API int ingot_plan_num_splits(const ingot_plan *plan);
+INGOT_API int ingot_plan_launch_count(const ingot_plan *plan);
+
+typedef struct ingot_attention_buffers {
+  const void *q;
+  const void *k;
+  const void *v;
+  void *o;
+  float *lse;              /* NULL when the graph has no LSE */
+  const int32_t *seq_lens; /* device */
+  const int32_t *page_table;
+} ingot_attention_buffers;
+
+/* Launches the plan on `stream` (CUstream / hipStream_t, NULL = default).
+ * Never synchronizes and never reads seq_lens on the host, so it can be
+ * captured in a graph. workspace must be at least ingot_plan_workspace_size
+ * bytes (may be NULL when that is 0). */
+INGOT_API ingot_status ingot_plan_execute(const ingot_plan *plan, void *stream,
+                                          const ingot_attention_buffers *buffers,
+                                          void *workspace, size_t workspace_size);
+/* The message of the last failed execute on this plan, from this thread's view:
+ * execute writes into the caller's buffer instead, so it stays thread-safe. */
+INGOT_API ingot_status ingot_plan_execute_ex(const ingot_plan *plan, void *stream,
+                                             const ingot_attention_buffers *buffers,
+                                             void *workspace, size_t workspace_size,
+                                             char *err, size_t err_size);
+
+/* ---- graph JSON (the CLI's form; documented in docs/attention_decode.md) -- */
+
+/* Parses a graph from JSON text. err receives a message naming the field. */
+INGOT_API ingot_status ingot_graph_from_json(const char *json_text, size_t len,
+                                             ingot_attention_graph *out, char *err,
+                                             size_t err_size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* INGOT_INGOT_H */

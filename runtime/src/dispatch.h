@@ -1,0 +1,88 @@
+/* dispatch.h: the contract between the runtime and the generated dispatch
+ * stubs (generated/<pack>/dispatch/<pack>_dispatch.c). A stub turns one kernel's
+ * metadata, a graph and the device's properties into launches, a workspace size
+ * and kernarg bytes. Stubs are pure functions: no allocation, no driver calls. */
+#ifndef INGOT_DISPATCH_H
+#define INGOT_DISPATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ingot/ingot.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Dispatch entries are looked up by name (the UDD's dispatch_symbol), also with
+ * dlsym in the running process, so a provider's own generated stubs are found. */
+#define INGOT_DISPATCH_EXPORT __attribute__((visibility("default")))
+
+#define INGOT_MAX_LAUNCHES 2
+#define INGOT_MAX_KERNARG_BYTES 512
+
+/* Metadata of the chosen kernel, read from its KMD-typed metadata in the KDP. */
+typedef struct ingot_ad_kernel_meta {
+  int dtype;         /* INGOT_DTYPE_BF16 / INGOT_DTYPE_FP16 */
+  int head_dim;
+  int group;         /* Hq / Hkv */
+  int max_sq;
+  int rows;          /* rows per workgroup */
+  int waves;
+  int tokens_per_wave;
+  int max_splits;
+  int paged;         /* 0 contiguous, 1 paged */
+  int lse;           /* kernel may write LSE */
+} ingot_ad_kernel_meta;
+
+typedef struct ingot_device_caps {
+  int wave_size;       /* 32 on NVIDIA, 64 on gfx942/gfx950 */
+  int compute_units;   /* SMs / CUs; 0 when unknown (host context: planning assumes 132) */
+  size_t max_lds_bytes;
+} ingot_device_caps;
+
+typedef struct ingot_launch {
+  int entry;                 /* index into the UDD's entry_points: 0 split, 1 merge */
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t lds_bytes;        /* dynamic LDS; the kernels use static LDS only: 0 */
+} ingot_launch;
+
+typedef struct ingot_dispatch_plan {
+  int num_launches;
+  ingot_launch launches[INGOT_MAX_LAUNCHES];
+  int num_splits;
+  uint64_t workspace_bytes;
+  /* Scalars fixed at plan time (strides, sizes, flags); pack() adds the pointers. */
+  int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
+  int64_t page_table_stride;
+  int32_t capacity, page_size, sq, num_kv_heads, flags;
+  float scale;
+} ingot_dispatch_plan;
+
+typedef ingot_status (*ingot_dispatch_plan_fn)(const ingot_ad_kernel_meta *meta,
+                                               const ingot_attention_graph *graph,
+                                               const ingot_device_caps *caps,
+                                               ingot_dispatch_plan *out, char *err,
+                                               size_t err_size);
+/* Writes the kernarg bytes of one launch into buf (size cap); *size gets the
+ * byte count, which equals the UDD's kernarg_size. */
+typedef ingot_status (*ingot_dispatch_pack_fn)(const ingot_dispatch_plan *plan, int launch,
+                                               const ingot_attention_buffers *buffers,
+                                               void *workspace, uint8_t *buf, size_t cap,
+                                               size_t *size, char *err, size_t err_size);
+
+typedef struct ingot_dispatch_entry {
+  const char *symbol;      /* the UDD's dispatch_symbol */
+  uint32_t kernarg_size;   /* must equal the UDD's kernarg_size */
+  ingot_dispatch_plan_fn plan;
+  ingot_dispatch_pack_fn pack;
+} ingot_dispatch_entry;
+
+/* Registry (runtime/src/dispatch_registry.c): NULL when the symbol is unknown. */
+const ingot_dispatch_entry *ingot_dispatch_find(const char *symbol);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

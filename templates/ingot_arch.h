@@ -1,0 +1,120 @@
+// ingot_arch.h: the only arch-specific device code of ingot's kernels.
+//
+// Everything here exists twice: once for AMDGPU (clang's HIP device compile
+// with -nogpuinc, so no hip_runtime.h: builtins only) and once for NVIDIA
+// (nvcc). Every line on the AMD side compiles but never runs in this project's
+// CI, so this file stays as small as the algorithm allows: wave size, ids,
+// shuffles, barriers, 16-byte loads, exp2/log2 and half-precision conversions.
+#ifndef INGOT_ARCH_H
+#define INGOT_ARCH_H
+
+#if defined(__AMDGCN__)
+#define INGOT_ARCH_AMD 1
+#elif defined(__CUDACC__)
+#define INGOT_ARCH_NVIDIA 1
+#else
+#error "ingot kernels compile for AMDGPU (clang -x hip) or NVIDIA (nvcc) only"
+#endif
+
+#if INGOT_ARCH_AMD
+#define INGOT_DEVICE __attribute__((device)) __attribute__((always_inline)) inline
+#define INGOT_KERNEL(threads) \
+  extern "C" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size(threads, threads)))
+#define INGOT_SHARED __attribute__((shared))
+#else
+#define INGOT_DEVICE __device__ __forceinline__
+#define INGOT_KERNEL(threads) extern "C" __global__ __launch_bounds__(threads)
+#define INGOT_SHARED __shared__
+#endif
+
+namespace ingot {
+
+typedef unsigned int u32;
+typedef unsigned short u16;
+
+#if INGOT_ARCH_AMD
+constexpr int kWaveSize = 64;  // gfx942 and gfx950 run wave64 kernels
+typedef unsigned int u32x4 __attribute__((ext_vector_type(4)));
+INGOT_DEVICE int thread_id() { return __builtin_amdgcn_workitem_id_x(); }
+INGOT_DEVICE int block_x() { return __builtin_amdgcn_workgroup_id_x(); }
+INGOT_DEVICE int block_y() { return __builtin_amdgcn_workgroup_id_y(); }
+INGOT_DEVICE int block_z() { return __builtin_amdgcn_workgroup_id_z(); }
+INGOT_DEVICE float shfl_xor(float v, int mask) {
+  int lane = __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
+  return __builtin_bit_cast(float,
+                            __builtin_amdgcn_ds_bpermute((lane ^ mask) << 2, __builtin_bit_cast(int, v)));
+}
+INGOT_DEVICE void sync_block() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+// A wave runs in lockstep; the fences order its LDS writes before its reads.
+INGOT_DEVICE void sync_wave() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+  __builtin_amdgcn_wave_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+}
+INGOT_DEVICE u32x4 load16(const void *p) { return *static_cast<const u32x4 *>(p); }
+INGOT_DEVICE float fast_exp2(float x) { return __builtin_amdgcn_exp2f(x); }
+INGOT_DEVICE float max32(float a, float b) { return __builtin_fmaxf(a, b); }
+INGOT_DEVICE float fast_rcp(float x) { return __builtin_amdgcn_rcpf(x); }
+INGOT_DEVICE float fast_log2(float x) { return __builtin_amdgcn_logf(x); }
+INGOT_DEVICE float half_to_float(u16 h) { return (float)__builtin_bit_cast(_Float16, h); }
+INGOT_DEVICE u16 float_to_half(float f) { return __builtin_bit_cast(u16, (_Float16)f); }
+INGOT_DEVICE float bits_to_float(u32 u) { return __builtin_bit_cast(float, u); }
+INGOT_DEVICE u32 float_to_bits(float f) { return __builtin_bit_cast(u32, f); }
+#else
+constexpr int kWaveSize = 32;
+typedef uint4 u32x4;
+INGOT_DEVICE int thread_id() { return threadIdx.x; }
+INGOT_DEVICE int block_x() { return blockIdx.x; }
+INGOT_DEVICE int block_y() { return blockIdx.y; }
+INGOT_DEVICE int block_z() { return blockIdx.z; }
+INGOT_DEVICE float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+INGOT_DEVICE void sync_block() { __syncthreads(); }
+INGOT_DEVICE void sync_wave() { __syncwarp(); }
+// Streaming read: the KV cache is read once, so keep it out of L1.
+INGOT_DEVICE u32x4 load16(const void *p) {
+  u32x4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p));
+  return r;
+}
+INGOT_DEVICE float max32(float a, float b) { return fmaxf(a, b); }
+// Approximate reciprocal: no call into the IEEE division slow path (which
+// costs a stack frame and spills around the call).
+INGOT_DEVICE float fast_rcp(float x) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+INGOT_DEVICE float fast_exp2(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+INGOT_DEVICE float fast_log2(float x) {
+  float r;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+INGOT_DEVICE float half_to_float(u16 h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+INGOT_DEVICE u16 float_to_half(float f) {
+  u16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+INGOT_DEVICE float bits_to_float(u32 u) { return __uint_as_float(u); }
+INGOT_DEVICE u32 float_to_bits(float f) { return __float_as_uint(f); }
+#endif
+
+
+}  // namespace ingot
+
+#endif  // INGOT_ARCH_H

@@ -1,0 +1,137 @@
+/* ingot_attention_decode_dispatch.h: planning for the attention decode kernels
+ * (templates/ingot_attention_decode.h), written once by hand; each pack's
+ * generated dispatch stub binds its kernarg layout and split policy to it.
+ * Pure functions: no allocation, no driver calls, every size product checked. */
+#ifndef INGOT_ATTENTION_DECODE_DISPATCH_H
+#define INGOT_ATTENTION_DECODE_DISPATCH_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dispatch.h"
+
+typedef struct ingot_ad_policy {
+  int ctas_per_cu;         /* split kernel workgroups to aim for per compute unit */
+  int min_tiles_per_split; /* a segment covers at least this many tiles of capacity */
+  int kernel_max_splits;   /* the kernels' own limit (kMaxSplits) */
+} ingot_ad_policy;
+
+/* Writes one kernarg; the static assertion ties the generated signature's size
+ * to the C type of the value written. */
+#define INGOT_AD_PUT(dst, val, n)                                      \
+  do {                                                                 \
+    __typeof__(val) ingot_v_ = (val);                                  \
+    _Static_assert(sizeof ingot_v_ == (n), "kernarg size mismatch");   \
+    memcpy((dst), &ingot_v_, (n));                                     \
+  } while (0)
+#define ingot_ad_put8(dst, val) INGOT_AD_PUT(dst, val, 8)
+#define ingot_ad_put4(dst, val) INGOT_AD_PUT(dst, val, 4)
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static inline ingot_status ingot_ad_error(char *err, size_t err_size, const char *fmt, ...) {
+  if (err && err_size) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, err_size, fmt, ap);
+    va_end(ap);
+  }
+  return INGOT_INVALID_ARGUMENT;
+}
+
+static inline int ingot_ad_mul(uint64_t a, uint64_t b, uint64_t *out) {
+  return __builtin_mul_overflow(a, b, out);
+}
+
+static inline int64_t ingot_ad_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot_ad_kernel_meta *m,
+                                         const ingot_attention_graph *g,
+                                         const ingot_device_caps *caps, ingot_dispatch_plan *out,
+                                         char *err, size_t err_size) {
+  if (!out) return ingot_ad_error(err, err_size, "plan: NULL output");
+  memset(out, 0, sizeof *out);
+  if (!pol || !m || !g || !caps) return ingot_ad_error(err, err_size, "plan: NULL argument");
+  if (g->q.rank != 4 || g->k.rank != 4 || g->v.rank != 4 || g->o.rank != 4)
+    return ingot_ad_error(err, err_size, "plan: q, k, v and o must have rank 4");
+  const int64_t B = g->q.dims[0], Hq = g->q.dims[1], Sq = g->q.dims[2], D = g->q.dims[3];
+  const int64_t Hkv = g->k.dims[2];
+  const int paged = g->kv_layout == INGOT_KV_PAGED;
+  if (D != m->head_dim)
+    return ingot_ad_error(err, err_size, "plan: head dim %lld, kernel has %d", (long long)D, m->head_dim);
+  if (Hkv < 1 || Hkv > 65535 || Hq != Hkv * m->group)
+    return ingot_ad_error(err, err_size, "plan: Hq %lld / Hkv %lld is not the kernel's group %d (Hkv in 1..65535)",
+                          (long long)Hq, (long long)Hkv, m->group);
+  if (Sq < 1 || Sq > m->max_sq)
+    return ingot_ad_error(err, err_size, "plan: Sq %lld outside the kernel's 1..%d", (long long)Sq, m->max_sq);
+  if (B < 1 || B > 65535)
+    return ingot_ad_error(err, err_size, "plan: batch %lld outside 1..65535", (long long)B);
+  if (paged != m->paged)
+    return ingot_ad_error(err, err_size, "plan: KV layout differs from the kernel's");
+  if (g->capacity < 1 || g->capacity > (1 << 30))
+    return ingot_ad_error(err, err_size, "plan: capacity %lld outside 1..%d", (long long)g->capacity, 1 << 30);
+  if (g->lse.rank != 0 && !m->lse)
+    return ingot_ad_error(err, err_size, "plan: the kernel does not write LSE");
+  if (caps->wave_size != 32 && caps->wave_size != 64)
+    return ingot_ad_error(err, err_size, "plan: wave size %d (allowed: 32, 64)", caps->wave_size);
+  if (m->waves < 1 || m->tokens_per_wave < 1 || m->rows < 1 || m->max_splits < 1 ||
+      (int64_t)m->waves * caps->wave_size > 1024)
+    return ingot_ad_error(err, err_size, "plan: kernel metadata out of range (waves %d, tokens_per_wave %d, rows %d)",
+                          m->waves, m->tokens_per_wave, m->rows);
+  int64_t page_size = 0;
+  if (paged) {
+    page_size = g->k.dims[1];
+    if (page_size < 1 || (page_size & (page_size - 1)) || page_size > (1 << 20))
+      return ingot_ad_error(err, err_size, "plan: page size %lld is not a power of two in 1..2^20",
+                            (long long)page_size);
+    if (g->page_table.rank != 2 || g->page_table.dims[1] * page_size < g->capacity)
+      return ingot_ad_error(err, err_size, "plan: the page table does not cover the capacity");
+  }
+
+  const int64_t rows_total = (int64_t)m->group * m->max_sq;
+  const int64_t row_blocks = ingot_ad_ceil_div(rows_total, m->rows);
+  const int64_t tile = (int64_t)m->waves * m->tokens_per_wave;
+  const int64_t cus = caps->compute_units > 0 ? caps->compute_units : 132;
+  const int64_t base = B * Hkv * row_blocks; /* <= 65535^2 * 64: no overflow in 64 bits */
+  int64_t splits = ingot_ad_ceil_div(cus * pol->ctas_per_cu, base);
+  const int64_t by_len = ingot_ad_ceil_div(g->capacity, tile * pol->min_tiles_per_split);
+  if (splits > by_len) splits = by_len;
+  if (splits > m->max_splits) splits = m->max_splits;
+  if (splits > pol->kernel_max_splits) splits = pol->kernel_max_splits;
+  if (splits < 1) splits = 1;
+
+  uint64_t ws = 0;
+  if (splits > 1) {
+    if (ingot_ad_mul((uint64_t)B * (uint64_t)Hkv, (uint64_t)rows_total, &ws) ||
+        ingot_ad_mul(ws, (uint64_t)splits, &ws) || ingot_ad_mul(ws, (uint64_t)(D + 1), &ws) ||
+        ingot_ad_mul(ws, 4u, &ws))
+      return ingot_ad_error(err, err_size, "plan: workspace size overflows 64 bits");
+  }
+  const uint32_t threads = (uint32_t)(m->waves * caps->wave_size);
+  out->num_splits = (int)splits;
+  out->workspace_bytes = ws;
+  out->num_launches = splits > 1 ? 2 : 1;
+  out->launches[0] = (ingot_launch){0, {(uint32_t)(splits * row_blocks), (uint32_t)Hkv, (uint32_t)B},
+                                    {threads, 1, 1}, 0};
+  if (splits > 1)
+    out->launches[1] = (ingot_launch){1, {(uint32_t)row_blocks, (uint32_t)Hkv, (uint32_t)B},
+                                      {threads, 1, 1}, 0};
+  for (int i = 0; i < 3; ++i) {
+    out->q_stride[i] = g->q.strides[i];
+    out->k_stride[i] = g->k.strides[i];
+    out->v_stride[i] = g->v.strides[i];
+    out->o_stride[i] = g->o.strides[i];
+  }
+  out->page_table_stride = paged ? g->page_table.strides[0] : 0;
+  out->capacity = (int32_t)g->capacity;
+  out->page_size = (int32_t)page_size;
+  out->sq = (int32_t)Sq;
+  out->num_kv_heads = (int32_t)Hkv;
+  out->flags = (g->mask == INGOT_MASK_CAUSAL ? 1 : 0) | (g->lse.rank != 0 ? 2 : 0);
+  out->scale = g->scale;
+  return INGOT_OK;
+}
+
+#endif
