@@ -18,12 +18,15 @@
 
 #if INGOT_ARCH_AMD
 #define INGOT_DEVICE __attribute__((device)) __attribute__((always_inline)) inline
-#define INGOT_KERNEL(threads) \
-  extern "C" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size(threads, threads)))
+// occupancy: workgroups per CU to fit (0: no hint); a CU has 4 SIMDs.
+#define INGOT_KERNEL(threads, occupancy)                                                 \
+  extern "C" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size(threads, threads))) \
+  __attribute__((amdgpu_waves_per_eu((occupancy) * (threads) / 256 > 0 ? (occupancy) * (threads) / 256 : 1)))
 #define INGOT_SHARED __attribute__((shared))
 #else
 #define INGOT_DEVICE __device__ __forceinline__
-#define INGOT_KERNEL(threads) extern "C" __global__ __launch_bounds__(threads)
+#define INGOT_KERNEL(threads, occupancy) \
+  extern "C" __global__ __launch_bounds__(threads, (occupancy) > 0 ? (occupancy) : 1)
 #define INGOT_SHARED __shared__
 #endif
 

@@ -4,7 +4,7 @@
 // points, split and merge, which share one kernarg signature (INGOT_AD_PARAMS).
 //
 // Work decomposition
-//   split kernel: grid (num_splits * ROW_BLOCKS, Hkv, B); one workgroup holds one
+//   split kernel: grid (num_splits * Hkv * ROW_BLOCKS, 1, B); one workgroup holds one
 //   KV head of one sequence, ROWS of its (query head, query token) rows, and
 //   one segment of the valid tokens. Each wave streams its own chunks of
 //   TOKENS_PER_WAVE tokens: D/8 lanes share a token (16-byte loads, one load
@@ -55,8 +55,9 @@ constexpr float kNegInf = -__builtin_inff();
 
 // Compile-time shape of one kernel instance (the generator binds these).
 template <int DTYPE_, int HEAD_DIM_, int GROUP_, int MAX_SQ_, int ROWS_, bool PAGED_, int WAVES_,
-          int TOKENS_PER_WAVE_>
+          int TOKENS_PER_WAVE_, int OCCUPANCY_ = 0>
 struct DecodeTraits {
+  static constexpr int kOccupancy = OCCUPANCY_;  // workgroups per CU the build aims for (0: no hint)
   static constexpr int kDType = DTYPE_;
   static constexpr int kHeadDim = HEAD_DIM_;
   static constexpr int kGroup = GROUP_;          // Hq / Hkv
@@ -174,6 +175,19 @@ INGOT_DEVICE void store_row(void *o, float *lse, int b, int hkv, int row, int d,
                             float lse2, int sq, int num_kv_heads, long long o_stride_b,
                             long long o_stride_h, long long o_stride_s, int flags);
 
+// Workspace (num_splits > 1), fp32, one block per (sequence, KV head):
+// lse2 [ROWS_TOTAL][num_splits] padded to 4 floats, then O [ROWS_TOTAL][num_splits][D],
+// so every O row is 16-byte aligned. The dispatch stub sizes it the same way.
+template <class T>
+INGOT_DEVICE long long lse_floats(int num_splits) {
+  return ((long long)T::kRowsTotal * num_splits + 3) / 4 * 4;
+}
+template <class T>
+INGOT_DEVICE long long workspace_block(int b, int hkv, int num_kv_heads, int num_splits) {
+  const long long per = lse_floats<T>(num_splits) + (long long)T::kRowsTotal * num_splits * T::kHeadDim;
+  return ((long long)b * num_kv_heads + hkv) * per;
+}
+
 // ---- split kernel ----------------------------------------------------------------
 
 template <class T>
@@ -194,9 +208,13 @@ INGOT_DEVICE void decode_split(INGOT_AD_PARAMS) {
   const int wave = tid / kWaveSize, lane = tid % kWaveSize;
   const int li = lane % LPT;      // which 8 elements of D this lane holds
   const int grp = lane / LPT;     // which token of a load this lane reads
-  const int split = block_x() / T::kRowBlocks;
+  // grid x = (split * Hkv + hkv) * ROW_BLOCKS + row block: the KV heads of one
+  // segment are neighbours, so the interleaved heads of each token row are read
+  // at about the same time (DRAM row locality).
   const int row0 = (block_x() % T::kRowBlocks) * R;
-  const int hkv = block_y(), b = block_z();
+  const int hkv = (block_x() / T::kRowBlocks) % num_kv_heads;
+  const int split = block_x() / T::kRowBlocks / num_kv_heads;
+  const int b = block_z();
   const bool causal = (flags & kFlagCausal) != 0;
 
   const Lengths seg = segment<T>(seq_lens, b, capacity, split, num_splits);
@@ -240,10 +258,9 @@ INGOT_DEVICE void decode_split(INGOT_AD_PARAMS) {
   const int page_shift = T::kPaged ? 31 - __builtin_clz((unsigned)page_size) : 0;
   float *my_scores = sh.scores[wave];
 
-  for (int tile = seg.begin; tile < seg.end; tile += T::kTile) {
-    const int tok0 = tile + wave * C;
-    // Issue every K and V load of the chunk before using any of them.
-    u32x4 kw[NL], vw[NL];
+  // Loads of one chunk: token n*TPL + grp of the wave's chunk at tok0; zeros
+  // (and no memory access) at or past the segment end.
+  auto load_chunk = [&](int tok0, u32x4 (&kw)[NL], u32x4 (&vw)[NL]) {
 #pragma unroll
     for (int n = 0; n < NL; ++n) {
       const int pos = tok0 + n * TPL + grp;
@@ -265,6 +282,15 @@ INGOT_DEVICE void decode_split(INGOT_AD_PARAMS) {
         vw[n] = u32x4{0u, 0u, 0u, 0u};
       }
     }
+  };
+
+  // Software pipeline: the next chunk's K and V are in flight while this one is used.
+  u32x4 kw[NL], vw[NL];
+  load_chunk(seg.begin + wave * C, kw, vw);
+  for (int tile = seg.begin; tile < seg.end; tile += T::kTile) {
+    const int tok0 = tile + wave * C;
+    u32x4 kn[NL], vn[NL];
+    load_chunk(tok0 + T::kTile, kn, vn);
 
     // Partial q.k over this lane's 8 elements, for every (load, row).
     float part[T::kPartials];
@@ -295,13 +321,21 @@ INGOT_DEVICE void decode_split(INGOT_AD_PARAMS) {
     }
     sync_wave();
 
-    // One rescale per chunk: the chunk's max per row, from every lane's scores.
+    // One rescale per chunk. A lane reads the scores of its own tokens (every
+    // row) once; the chunk's row max is completed across the token groups.
+    float sc[NL][R];
+#pragma unroll
+    for (int n = 0; n < NL; ++n)
+#pragma unroll
+      for (int r = 0; r < R; ++r) sc[n][r] = my_scores[(n * TPL + grp) * R + r];
     float ref[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       float m = run_max[r];
 #pragma unroll
-      for (int t = 0; t < C; ++t) m = max32(m, my_scores[t * R + r]);
+      for (int n = 0; n < NL; ++n) m = max32(m, sc[n][r]);
+#pragma unroll
+      for (int off = LPT; off < kWaveSize; off <<= 1) m = max32(m, shfl_xor(m, off));
       // A row with nothing live so far keeps 0 as its reference: exp2(-inf - 0) = 0, no NaN.
       ref[r] = m == kNegInf ? 0.f : m;
       const float alpha = fast_exp2(run_max[r] - ref[r]);
@@ -315,14 +349,18 @@ INGOT_DEVICE void decode_split(INGOT_AD_PARAMS) {
     for (int n = 0; n < NL; ++n) {
       float vf[8];
       unpack8<DT>(vw[n], vf);
-      const float *srow = my_scores + (n * TPL + grp) * R;
 #pragma unroll
       for (int r = 0; r < R; ++r) {
-        const float p = fast_exp2(srow[r] - ref[r]);
+        const float p = fast_exp2(sc[n][r] - ref[r]);
         run_sum[r] += p;
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[r][e] += p * vf[e];
       }
+    }
+#pragma unroll
+    for (int n = 0; n < NL; ++n) {
+      kw[n] = kn[n];
+      vw[n] = vn[n];
     }
   }
 
@@ -350,7 +388,8 @@ INGOT_DEVICE void decode_split(INGOT_AD_PARAMS) {
   sync_block();
 
   // Merge the waves; each thread produces some (row, d) outputs.
-  const long long blk = ((long long)b * num_kv_heads + hkv) * T::kRowsTotal * num_splits;
+  float *ws_lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, num_splits);
+  float *ws_o = ws_lse + lse_floats<T>(num_splits);
   for (int idx = tid; idx < R * D; idx += T::kThreads) {
     const int r = idx / D, d = idx % D, row = row0 + r;
     if (row >= T::kRowsTotal) break;  // idx grows with r: the rest are padding too
@@ -371,11 +410,9 @@ INGOT_DEVICE void decode_split(INGOT_AD_PARAMS) {
       store_row<T>(o, lse, b, hkv, row, d, out, lse2, sq, num_kv_heads, o_stride_b, o_stride_h,
                    o_stride_s, flags);
     } else {
-      // workspace per (b, hkv): lse [ROWS_TOTAL][num_splits], then O [ROWS_TOTAL][num_splits][D]
-      float *ws = workspace + blk * (D + 1);
       const long long rs = (long long)row * num_splits + split;
-      if (d == 0) ws[rs] = lse2;
-      ws[(long long)T::kRowsTotal * num_splits + rs * D + d] = out;
+      if (d == 0) ws_lse[rs] = lse2;
+      ws_o[rs * D + d] = out;
     }
   }
 }
@@ -395,28 +432,32 @@ INGOT_DEVICE void store_row(void *o, float *lse, int b, int hkv, int row, int d,
 }
 
 // ---- merge kernel ---------------------------------------------------------------
+// Grid (ROWS_TOTAL * D/32, Hkv, B): one workgroup per row and 32 columns, so the
+// partials are read by many workgroups at once. Its threads are 8 column
+// quads x kThreads/8 segment groups; each sums its segments' weighted partials
+// with 16-byte loads, then the groups are added through LDS.
 
 template <class T>
 struct MergeShared {
-  float weight[T::kRows][T::kMaxSplits];
-  float lse2[T::kRows];
+  float weight[T::kMaxSplits];
+  float lse2;
+  float part[T::kThreads / 8][32];
 };
 
 template <class T>
 INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
-  constexpr int R = T::kRows, D = T::kHeadDim;
+  constexpr int D = T::kHeadDim, kCols = 32, kQuads = kCols / 4, kGroups = T::kThreads / kQuads;
+  static_assert(D % kCols == 0, "merge columns");
   INGOT_SHARED MergeShared<T> sh;
-  const int tid = thread_id(), wave = tid / kWaveSize, lane = tid % kWaveSize;
-  const int row0 = block_x() * R, hkv = block_y(), b = block_z();
+  const int tid = thread_id(), lane = tid % kWaveSize;
+  const int row = block_x() / (D / kCols), c0 = (block_x() % (D / kCols)) * kCols;
+  const int hkv = block_y(), b = block_z();
   const int S = num_splits;
-  const long long blk = ((long long)b * num_kv_heads + hkv) * T::kRowsTotal * S;
-  const float *ws_lse = workspace + blk * (D + 1);
-  const float *ws_o = ws_lse + (long long)T::kRowsTotal * S;
+  const float *ws_lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, S);
+  const float *ws_o = ws_lse + lse_floats<T>(S);
 
-  // One wave per row: the max and the sum over segments, then normalized weights.
-  for (int r = wave; r < R; r += T::kWaves) {
-    const int row = row0 + r;
-    if (row >= T::kRowsTotal) break;
+  // Wave 0: the max and the sum over segments, then normalized weights.
+  if (tid < kWaveSize) {
     const float *l = ws_lse + (long long)row * S;
     float m = kNegInf;
     for (int s = lane; s < S; s += kWaveSize) m = max32(m, l[s]);
@@ -428,27 +469,32 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
 #pragma unroll
     for (int off = kWaveSize / 2; off >= 1; off >>= 1) den += shfl_xor(den, off);
     const float inv = den > 0.f ? fast_rcp(den) : 0.f;
-    for (int s = lane; s < S; s += kWaveSize) sh.weight[r][s] = fast_exp2(l[s] - ref) * inv;
-    if (lane == 0) sh.lse2[r] = den > 0.f ? m + fast_log2(den) : kNegInf;
+    for (int s = lane; s < S; s += kWaveSize) sh.weight[s] = fast_exp2(l[s] - ref) * inv;
+    if (lane == 0) sh.lse2 = den > 0.f ? m + fast_log2(den) : kNegInf;
   }
   sync_block();
 
-  for (int idx = tid; idx < R * D; idx += T::kThreads) {
-    const int r = idx / D, d = idx % D, row = row0 + r;
-    if (row >= T::kRowsTotal) break;
-    const float *src = ws_o + (long long)row * S * D + d;
-    const float *w = sh.weight[r];
-    float out0 = 0.f, out1 = 0.f, out2 = 0.f, out3 = 0.f;
-    int s = 0;
-    for (; s + 4 <= S; s += 4) {
-      out0 += w[s] * src[(long long)s * D];
-      out1 += w[s + 1] * src[(long long)(s + 1) * D];
-      out2 += w[s + 2] * src[(long long)(s + 2) * D];
-      out3 += w[s + 3] * src[(long long)(s + 3) * D];
-    }
-    for (; s < S; ++s) out0 += w[s] * src[(long long)s * D];
-    store_row<T>(o, lse, b, hkv, row, d, (out0 + out1) + (out2 + out3), sh.lse2[r], sq,
-                 num_kv_heads, o_stride_b, o_stride_h, o_stride_s, flags);
+  const int quad = tid % kQuads, group = tid / kQuads;
+  const float *src = ws_o + (long long)row * S * D + c0 + quad * 4;
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 4
+  for (int s = group; s < S; s += kGroups) {
+    const float w = sh.weight[s];
+    const u32x4 x = load16(src + (long long)s * D);
+    acc[0] += w * bits_to_float(x.x);
+    acc[1] += w * bits_to_float(x.y);
+    acc[2] += w * bits_to_float(x.z);
+    acc[3] += w * bits_to_float(x.w);
+  }
+#pragma unroll
+  for (int e = 0; e < 4; ++e) sh.part[group][quad * 4 + e] = acc[e];
+  sync_block();
+  if (tid < kCols) {
+    float out = 0.f;
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) out += sh.part[g][tid];
+    store_row<T>(o, lse, b, hkv, row, c0 + tid, out, sh.lse2, sq, num_kv_heads, o_stride_b,
+                 o_stride_h, o_stride_s, flags);
   }
 }
 

@@ -59,7 +59,7 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   const int64_t B = g->q.dims[0], Hq = g->q.dims[1], Sq = g->q.dims[2], D = g->q.dims[3];
   const int64_t Hkv = g->k.dims[2];
   const int paged = g->kv_layout == INGOT_KV_PAGED;
-  if (D != m->head_dim)
+  if (D != m->head_dim || D % 32)
     return ingot_ad_error(err, err_size, "plan: head dim %lld, kernel has %d", (long long)D, m->head_dim);
   if (Hkv < 1 || Hkv > 65535 || Hq != Hkv * m->group)
     return ingot_ad_error(err, err_size, "plan: Hq %lld / Hkv %lld is not the kernel's group %d (Hkv in 1..65535)",
@@ -102,21 +102,24 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   if (splits > pol->kernel_max_splits) splits = pol->kernel_max_splits;
   if (splits < 1) splits = 1;
 
+  /* Workspace (templates/ingot_attention_decode.h, workspace_block): per (sequence,
+   * KV head) lse [rows_total*splits] padded to 4 floats, then O [rows_total*splits*D]. */
   uint64_t ws = 0;
   if (splits > 1) {
-    if (ingot_ad_mul((uint64_t)B * (uint64_t)Hkv, (uint64_t)rows_total, &ws) ||
-        ingot_ad_mul(ws, (uint64_t)splits, &ws) || ingot_ad_mul(ws, (uint64_t)(D + 1), &ws) ||
-        ingot_ad_mul(ws, 4u, &ws))
+    uint64_t lse_n = 0, o_n = 0, per = 0;
+    if (ingot_ad_mul((uint64_t)rows_total, (uint64_t)splits, &lse_n) ||
+        ingot_ad_mul(lse_n, (uint64_t)D, &o_n) || __builtin_add_overflow((lse_n + 3) / 4 * 4, o_n, &per) ||
+        ingot_ad_mul(per, (uint64_t)B * (uint64_t)Hkv, &ws) || ingot_ad_mul(ws, 4u, &ws))
       return ingot_ad_error(err, err_size, "plan: workspace size overflows 64 bits");
   }
   const uint32_t threads = (uint32_t)(m->waves * caps->wave_size);
   out->num_splits = (int)splits;
   out->workspace_bytes = ws;
   out->num_launches = splits > 1 ? 2 : 1;
-  out->launches[0] = (ingot_launch){0, {(uint32_t)(splits * row_blocks), (uint32_t)Hkv, (uint32_t)B},
+  out->launches[0] = (ingot_launch){0, {(uint32_t)(splits * Hkv * row_blocks), 1, (uint32_t)B},
                                     {threads, 1, 1}, 0};
   if (splits > 1)
-    out->launches[1] = (ingot_launch){1, {(uint32_t)row_blocks, (uint32_t)Hkv, (uint32_t)B},
+    out->launches[1] = (ingot_launch){1, {(uint32_t)(rows_total * (D / 32)), (uint32_t)Hkv, (uint32_t)B},
                                       {threads, 1, 1}, 0};
   for (int i = 0; i < 3; ++i) {
     out->q_stride[i] = g->q.strides[i];

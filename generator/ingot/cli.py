@@ -19,11 +19,16 @@ def default_configs():
     return sorted(glob.glob(os.path.join(REPO, "configs", "*.yaml")))
 
 
+def display_path(path):
+    """How messages and outputs name a config: relative to the repo, or its
+    bare file name when it lives elsewhere (never an absolute path)."""
+    display = os.path.relpath(os.path.abspath(path), REPO)
+    return os.path.basename(path) if display.startswith("..") else display
+
+
 def load_pack(path):
     """Load, validate and expand one config. Raises ConfigErrors."""
-    display = os.path.relpath(os.path.abspath(path), REPO)
-    if display.startswith(".."):
-        display = os.path.basename(path)
+    display = display_path(path)
     try:
         with open(path, "rb") as f:
             sha = hashlib.sha256(f.read()).hexdigest()
@@ -47,7 +52,7 @@ def render_all(configs):
             continue
         if pack.name in out:
             from ingot.errors import ConfigError, Mark
-            errors.append(ConfigError(Mark(os.path.relpath(c, REPO), 1, 1), "pack",
+            errors.append(ConfigError(Mark(display_path(c), 1, 1), "pack",
                                       f"pack '{pack.name}' is also defined by another config"))
             continue
         out[pack.name] = (pack, render_pack(pack))

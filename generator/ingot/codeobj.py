@@ -23,14 +23,23 @@ class Elf:
         self.data, self.path = data, path
         if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
             raise CodeObjectError(f"{path}: not a 64-bit little-endian ELF file")
+        if len(data) < 0x40:
+            raise CodeObjectError(f"{path}: truncated ELF header ({len(data)} bytes, an ELF64 header has 64)")
         (self.shoff,) = struct.unpack_from("<Q", data, 0x28)
         self.shentsize, self.shnum, self.shstrndx = struct.unpack_from("<HHH", data, 0x3A)
         if self.shoff + self.shnum * self.shentsize > len(data):
             raise CodeObjectError(f"{path}: section table past the end of the file")
+        if self.shnum == 0:
+            raise CodeObjectError(f"{path}: no section table (a code object needs its symbols and notes)")
+        if self.shentsize < 0x40 or self.shstrndx >= self.shnum:
+            raise CodeObjectError(f"{path}: malformed section table ({self.shnum} sections of "
+                                  f"{self.shentsize} bytes, names in section {self.shstrndx})")
         self.sections = []
         for i in range(self.shnum):
             off = self.shoff + i * self.shentsize
             name, typ, _flags, _addr, offset, size, link, info = struct.unpack_from("<IIQQQQII", data, off)
+            if typ != 8 and offset + size > len(data):  # SHT_NOBITS occupies no file bytes
+                raise CodeObjectError(f"{path}: section {i} ({size} bytes at {offset}) past the end of the file")
             self.sections.append({"name_off": name, "type": typ, "offset": offset, "size": size,
                                   "link": link, "info": info})
         strtab = self.sections[self.shstrndx]
@@ -39,7 +48,9 @@ class Elf:
 
     def _str(self, sec, off):
         start = sec["offset"] + off
-        end = self.data.index(b"\0", start)
+        end = self.data.find(b"\0", start, sec["offset"] + sec["size"])
+        if off >= sec["size"] or end < 0:
+            raise CodeObjectError(f"{self.path}: string at offset {off} lies outside its string table")
         return self.data[start:end].decode("ascii", errors="replace")
 
     def section(self, name):

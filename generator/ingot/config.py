@@ -42,8 +42,9 @@ def _schema(family):
             "type": (Str(choices=FIELD_TYPES), True, None),
             "default": (_Any(), False, _NO_DEFAULT),
         }), unique=False), True, None),
-        "knobs": (Map({k: (v, True, None) for k, v in family.knobs.items()}), True, None),
-        "split": (family.split, False, {"ctas_per_cu": 2, "min_tiles_per_split": 2}),
+        "knobs": (Map({k: (v, k not in ad.OPTIONAL_KNOBS, ad.OPTIONAL_KNOBS.get(k))
+                       for k, v in family.knobs.items()}), True, None),
+        "split": (family.split, False, {"ctas_per_cu": 2, "min_tiles_per_split": 1}),
         "behavior_notes": (List(Str(max_len=256), min_len=0), False, []),
         "variants": (List(_variant_schema(family)), True, None),
     })
@@ -103,7 +104,7 @@ def validate_and_expand(located, config_sha256):
         names.add(var["name"])
         instances += _expand_variant(cfg, var, vpath, archs, ctx)
     sink.raise_if_any()
-    _check_duplicates_and_shadowing(instances, ctx)
+    _check_duplicates_and_shadowing(instances, {v["name"]: i for i, v in enumerate(cfg["variants"])}, ctx)
     sink.raise_if_any()
 
     fields = tuple((f["name"], f["type"], f["default"]) for f in cfg["metadata_fields"])
@@ -131,9 +132,9 @@ def _check_metadata_fields(cfg, ctx):
                       f"'{ad.NAME}' (it produces: {', '.join(sorted(ad.METADATA_TYPES))})")
         elif f["type"] != want:
             ctx.error(p + ("type",), f"metadata field '{f['name']}' has type {show(f['type'])}, "
-                      f"but family '{ad.NAME}' produces a {want}")
+                      f"but family '{ad.NAME}' produces type {show(want)}")
         if f["default"] is not _NO_DEFAULT and not _value_has_type(f["default"], f["type"]):
-            ctx.error(p + ("default",), f"default {show(f['default'])} is not a {f['type']}")
+            ctx.error(p + ("default",), f"default {show(f['default'])} is not of type {show(f['type'])}")
     for name in sorted(set(ad.METADATA_TYPES) - set(declared)):
         ctx.error(("metadata_fields",), f"missing metadata field '{name}' "
                   f"(type {ad.METADATA_TYPES[name]}), which every kernel of family '{ad.NAME}' has")
@@ -216,7 +217,8 @@ def _expand_variant(cfg, var, vpath, archs, ctx):
             pack=cfg["pack"], variant=var["name"], dtype=point["dtype"], head_dim=point["head_dim"],
             group=point["group"], kv_layout=point["kv_layout"], max_sq=point["max_sq"],
             waves=knobs["waves"], tokens_per_wave=knobs["tokens_per_wave"], rows=rows,
-            max_splits=knobs["max_splits"], priority=var["priority"], heads=heads,
+            max_splits=knobs["max_splits"], occupancy=knobs["occupancy"], priority=var["priority"],
+            heads=heads,
             batch=tuple(admit["batch"]), seq_q=tuple(seq_q), capacity=tuple(admit["capacity"]),
             page_sizes=tuple(sorted(admit["page_sizes"] or [])) if point["kv_layout"] == "paged" else (),
             masks=tuple(sorted(admit["masks"])), lse=admit["lse"])
@@ -257,12 +259,14 @@ def _covers(a, b):
     return a[0] <= b[0] and b[1] <= a[1]
 
 
-def _check_duplicates_and_shadowing(instances, ctx):
+def _check_duplicates_and_shadowing(instances, variant_index, ctx):
+    """variant_index: variant name -> its index in `variants`, so that an error
+    points at the variant that produced the offending instance."""
     by_key, by_name = {}, {}
     for inst in instances:
         prev = by_key.get(inst.code_key) or by_name.get(inst.name)
         if prev is not None:
-            ctx.error(("variants",), f"duplicate instance {inst.name}: variants '{prev.variant}' and "
+            ctx.error(("variants", variant_index[inst.variant]), f"duplicate instance {inst.name}: variants '{prev.variant}' and "
                       f"'{inst.variant}' both produce it")
             continue
         by_key[inst.code_key] = inst
@@ -279,7 +283,7 @@ def _check_duplicates_and_shadowing(instances, ctx):
             if not all(_covers(ay[k], ax[k]) for k in ax):
                 continue
             if _wins(y, x):
-                ctx.error(("variants",), f"instance {x.name} (variant '{x.variant}') can never be "
+                ctx.error(("variants", variant_index[x.variant]), f"instance {x.name} (variant '{x.variant}') can never be "
                           f"chosen: {y.name} (variant '{y.variant}') admits every graph it admits "
                           "and wins the selection")
                 break

@@ -66,7 +66,10 @@ def load_config(path, display=None):
     except OSError as e:
         raise ConfigErrors([ConfigError(Mark(display, 1, 1), "", f"cannot read config: {e.strerror}")])
     except UnicodeDecodeError as e:
-        raise ConfigErrors([ConfigError(Mark(display, 1, 1), "", f"config is not UTF-8 ({e.reason} at byte {e.start})")])
+        before = e.object[:e.start]
+        line, column = before.count(b"\n") + 1, e.start - (before.rfind(b"\n") + 1) + 1
+        raise ConfigErrors([ConfigError(Mark(display, line, column), "",
+                                        f"config is not UTF-8 ({e.reason} at byte {e.start})")])
     return load_text(text, display)
 
 

@@ -34,8 +34,15 @@ def show(v):
     if v is None:
         return "null"
     if isinstance(v, list):
-        return "[" + ", ".join(show(x) for x in v) + "]"
+        return _clip("[" + ", ".join(show(x) for x in v) + "]")
+    if isinstance(v, dict):
+        return _clip("{" + ", ".join(f"{k}: {show(x)}" for k, x in v.items()) + "}")
     return str(v)
+
+
+def _clip(text, limit=60):
+    """A value in a message is a reminder of what the file says, not a dump of it."""
+    return text if len(text) <= limit else text[:limit - 4] + " ..."
 
 
 class Node:

@@ -7,7 +7,7 @@
 
 static const ingot_ad_policy k_policy = {
     /*ctas_per_cu*/ 2,
-    /*min_tiles_per_split*/ 2,
+    /*min_tiles_per_split*/ 1,
     /*kernel_max_splits*/ 256,
 };
 

@@ -30,7 +30,9 @@ KNOBS = {
     "tokens_per_wave": Int(1, 256),
     "max_rows": Int(1, 64),
     "max_splits": Int(1, MAX_SPLITS),
+    "occupancy": Int(0, 16),  # workgroups per CU the compiler should fit (0: no hint)
 }
+OPTIONAL_KNOBS = {"occupancy": 0}
 
 ADMIT = Map({
     "heads": (List(List(Int(1, 1024), min_len=2, max_len=2), unique=True), True, None),
@@ -44,7 +46,7 @@ ADMIT = Map({
 
 SPLIT = Map({
     "ctas_per_cu": (Int(1, 64), False, 2),
-    "min_tiles_per_split": (Int(1, 1 << 16), False, 2),
+    "min_tiles_per_split": (Int(1, 1 << 16), False, 1),
 })
 
 # The kernarg signature of both entry points (templates/ingot_attention_decode.h,
@@ -95,6 +97,7 @@ class Instance:
     tokens_per_wave: int
     rows: int
     max_splits: int
+    occupancy: int
     priority: int
     heads: tuple  # ((hq, hkv), ...)
     batch: tuple
@@ -107,8 +110,9 @@ class Instance:
     @property
     def name(self):
         layout = "contig" if self.kv_layout == "contiguous" else "paged"
+        occ = f"o{self.occupancy}" if self.occupancy else ""
         return (f"{self.pack}_{self.dtype}_d{self.head_dim}_g{self.group}_sq{self.max_sq}_{layout}"
-                f"_w{self.waves}t{self.tokens_per_wave}")
+                f"_w{self.waves}t{self.tokens_per_wave}{occ}")
 
     def filename(self, arch):
         return f"kernels/{arch}/{self.name}.hip"
@@ -120,7 +124,7 @@ class Instance:
     def code_key(self):
         """What changes the code: two instances with the same key are duplicates."""
         return (self.dtype, self.head_dim, self.group, self.kv_layout, self.max_sq, self.waves,
-                self.tokens_per_wave, self.rows)
+                self.tokens_per_wave, self.rows, self.occupancy)
 
     @property
     def rows_total(self):

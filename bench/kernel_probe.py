@@ -1,0 +1,313 @@
+"""Kernel probe: runs packaged sm_90 cubins directly through CuPy (no ingot
+runtime), checks them against a float64 torch reference and times the seed
+shape against torch SDPA. A development tool for the kernels alone; the real
+benchmark (bench/decode.py) and the GPU tests go through the runtime.
+
+Usage (on the GPU machine): python3 bench/kernel_probe.py PACKDIR [--time]
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+
+import cupy as cp
+import numpy as np
+import torch
+
+DT = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def plan_splits(meta, B, hkv, capacity, cus=132, ctas_per_cu=2, min_tiles=1, wave=32):
+    rows_total = meta["group"] * meta["max_sq"]
+    row_blocks = -(-rows_total // meta["rows"])
+    tile = meta["waves"] * meta["tokens_per_wave"]
+    splits = -(-cus * ctas_per_cu // (B * hkv * row_blocks))
+    splits = min(splits, -(-capacity // (tile * min_tiles)), meta["max_splits"], 256)
+    return max(1, splits), row_blocks
+
+
+class Kernel:
+    def __init__(self, pack, kd):
+        obj = kd["kernel_source"]["objects"]["sm_90"]
+        self.mod = cp.RawModule(path=os.path.join(pack, obj["path"]))
+        syms = kd["kernel_source"]["symbols"]
+        self.split = self.mod.get_function(syms["split"])
+        self.merge = self.mod.get_function(syms["merge"])
+        self.meta = kd["metadata"]
+        self.name = kd["name"]
+
+    def run(self, q, k, v, o, lse, lens, ptable, causal, capacity, page_size, splits=None, ws=None,
+            stream=None):
+        m = self.meta
+        B, Hq, Sq, D = q.shape
+        hkv = k.shape[2]
+        s, rb = plan_splits(m, B, hkv, capacity)
+        if splits is not None:
+            s = splits
+        rows_total = m["group"] * m["max_sq"]
+        if ws is None and s > 1:
+            ws = torch.empty(B * hkv * ((rows_total * s + 3) // 4 * 4 + rows_total * s * D),
+                             dtype=torch.float32, device="cuda")
+        i64, i32 = np.int64, np.int32
+        ks, vs, qs, os_ = k.stride(), v.stride(), q.stride(), o.stride()
+        pt_stride = ptable.stride(0) if ptable is not None else 0
+        flags = (1 if causal else 0) | (2 if lse is not None else 0)
+        args = (q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
+                lse.data_ptr() if lse is not None else 0, lens.data_ptr(),
+                ptable.data_ptr() if ptable is not None else 0, ws.data_ptr() if s > 1 else 0,
+                i64(qs[0]), i64(qs[1]), i64(qs[2]), i64(ks[0]), i64(ks[1]), i64(ks[2]),
+                i64(vs[0]), i64(vs[1]), i64(vs[2]), i64(os_[0]), i64(os_[1]), i64(os_[2]),
+                i64(pt_stride), i32(capacity), i32(page_size), i32(Sq), i32(s), i32(hkv), i32(flags),
+                np.float32(1.0 / math.sqrt(D)))
+        args = tuple(np.uint64(a) if isinstance(a, int) else a for a in args)
+        threads = m["waves"] * 32
+        st = stream or cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+        with st:
+            self.split((s * rb * hkv, 1, B), (threads,), args)
+            if s > 1:
+                self.merge((rows_total * (D // 32), hkv, B), (threads,), args)
+        return s
+
+
+def reference(q, k, v, lens, causal, ptable=None, page_size=0):
+    """float64 reference; k, v contiguous [B, cap, Hkv, D] (or paged, gathered here)."""
+    B, Hq, Sq, D = q.shape
+    out = torch.zeros(B, Hq, Sq, D, dtype=torch.float64, device=q.device)
+    lse = torch.full((B, Hq, Sq), -math.inf, dtype=torch.float64, device=q.device)
+    for b in range(B):
+        L = int(lens[b])
+        if ptable is not None:
+            pages = ptable[b, : -(-L // page_size)].long()
+            kb = k[pages].reshape(-1, k.shape[2], D)[:L]
+            vb = v[pages].reshape(-1, v.shape[2], D)[:L]
+        else:
+            kb, vb = k[b, :L], v[b, :L]
+        hkv = kb.shape[1]
+        g = Hq // hkv
+        kk = kb.double().repeat_interleave(g, dim=1).permute(1, 0, 2)  # [Hq, L, D]
+        vv = vb.double().repeat_interleave(g, dim=1).permute(1, 0, 2)
+        s = torch.einsum("hsd,hld->hsl", q[b].double(), kk) / math.sqrt(D)
+        if causal:
+            pos = torch.arange(L, device=q.device)
+            lim = L - Sq + 1 + torch.arange(Sq, device=q.device)
+            s = s.masked_fill(pos[None, None, :] >= lim[None, :, None], -math.inf)
+        l = torch.logsumexp(s, dim=-1)
+        p = torch.exp(s - l[..., None]).nan_to_num(0.0)
+        out[b] = torch.einsum("hsl,hld->hsd", p, vv)
+        lse[b] = l
+    return out, lse
+
+
+def check(kern, B, Hq, Hkv, Sq, cap, causal, paged, page_size, with_lse, poison_tail, splits=None):
+    m = kern.meta
+    D = m["head_dim"]
+    dt = DT[m["dtype"]]
+    q = torch.randn(B, Hq, Sq, D, device="cuda").to(dt)
+    lens = torch.randint(0, cap + 1, (B,), device="cuda", dtype=torch.int32)
+    lens[0] = cap
+    if B > 1:
+        lens[1] = 1
+    if paged:
+        npages = B * (cap // page_size)
+        perm = torch.randperm(npages, device="cuda").int()
+        ptable = perm.reshape(B, cap // page_size).contiguous()
+        k = torch.randn(npages, page_size, Hkv, D, device="cuda").to(dt)
+        v = torch.randn(npages, page_size, Hkv, D, device="cuda").to(dt)
+    else:
+        ptable = None
+        k = torch.randn(B, cap, Hkv, D, device="cuda").to(dt)
+        v = torch.randn(B, cap, Hkv, D, device="cuda").to(dt)
+    if poison_tail and not paged:
+        for b in range(B):
+            L = int(lens[b])
+            k[b, L:] = float("nan")
+            v[b, L:] = float("nan")
+    if poison_tail and paged:
+        for b in range(B):
+            L = int(lens[b])
+            used = -(-L // page_size)
+            ptable[b, used:] = 0x7FFFFFF0  # garbage page ids: must never be read
+            # the unused part of the last page holds NaN
+            if L % page_size:
+                pg = int(ptable[b, used - 1])
+                k[pg, L % page_size:] = float("nan")
+                v[pg, L % page_size:] = float("nan")
+    o = torch.full((B, Hq, Sq, D), float("nan"), device="cuda").to(dt)
+    lse = torch.full((B, Hq, Sq), float("nan"), device="cuda") if with_lse else None
+    s = kern.run(q, k, v, o, lse, lens, ptable, causal, cap, page_size if paged else 0, splits=splits)
+    torch.cuda.synchronize()
+    ref, rlse = reference(q, k, v, lens.cpu(), causal, ptable, page_size)
+    err = (o.double() - ref).abs()
+    tol = 0.015 + 0.015 * ref.abs()
+    ok = bool((err <= tol).all()) and not torch.isnan(o).any()
+    if with_lse:
+        fin = torch.isfinite(rlse)
+        lerr = (lse.double() - rlse)[fin].abs().max().item() if fin.any() else 0.0
+        ok = ok and lerr < 1e-3 and bool((lse[~fin] == -math.inf).all())
+    else:
+        lerr = 0.0
+    return ok, err.max().item(), lerr, s
+
+
+def bench_seed(pack, kdps, Ls, iters=200):
+    kd = next(k for k in kdps if k["name"] == "attention_decode_bf16_d128_g4_sq1_contig_w4t16")
+    kern = Kernel(pack, kd)
+    rows = []
+    for L in Ls:
+        kv_bytes = 2 * L * 2 * 128 * 2
+        nbuf = max(2, min(64, int(math.ceil(400e6 / kv_bytes))))
+        qs = [torch.randn(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+        ks = [torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+        vs = [torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+        o = torch.empty(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16)
+        lens = torch.full((1,), L, device="cuda", dtype=torch.int32)
+        s, _ = plan_splits(kern.meta, 1, 2, L)
+        ws = torch.empty(2 * (4 * 264 + 4 * 264 * 128) + 16, device="cuda")
+
+        def run_ingot_with(splits):
+            def f(i):
+                kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0, ws=ws, splits=splits)
+            return f
+        run_ingot = run_ingot_with(s)
+
+        kt = [k.transpose(1, 2) for k in ks]  # [B, Hkv, L, D] views for SDPA
+        vt = [v.transpose(1, 2) for v in vs]
+
+        def sdpa(backend):
+            from torch.nn.attention import sdpa_kernel
+            def f(i):
+                with sdpa_kernel(backend):
+                    torch.nn.functional.scaled_dot_product_attention(qs[i], kt[i], vt[i], enable_gqa=True)
+            return f
+
+        from torch.nn.attention import SDPBackend
+        res = {"L": L, "splits": s}
+        cands = [("ingot", run_ingot), ("cudnn", sdpa(SDPBackend.CUDNN_ATTENTION)),
+                 ("flash", sdpa(SDPBackend.FLASH_ATTENTION))]
+        for sp in (8, 16, 33, 66, 132, 198, 264):
+            if sp != s and sp * 64 <= L:
+                cands.append((f"s{sp}", run_ingot_with(sp)))
+        for name, fn in cands:
+            try:
+                for i in range(nbuf):
+                    fn(i)
+                torch.cuda.synchronize()
+                # graph replay: capture nbuf calls, replay
+                g = torch.cuda.CUDAGraph()
+                st = torch.cuda.Stream()
+                with torch.cuda.stream(st):
+                    with torch.cuda.graph(g, stream=st):
+                        for i in range(nbuf):
+                            fn(i)
+                torch.cuda.synchronize()
+                times = []
+                for _ in range(20):
+                    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    a.record()
+                    g.replay()
+                    b.record()
+                    b.synchronize()
+                    times.append(a.elapsed_time(b) * 1e3 / nbuf)
+                t = float(np.median(times))
+                res[name] = t
+            except Exception as e:  # a peer that cannot run this shape
+                res[name] = float("nan")
+                print(f"  {name} L={L}: {type(e).__name__}: {str(e)[:120]}")
+        res["bw_frac"] = kv_bytes / (res["ingot"] * 1e-6) / 4.281e12
+        rows.append(res)
+        sweep = " ".join(f"{k}={v:.1f}" for k, v in res.items() if k.startswith("s") and k != "splits")
+        print(f"L={L:>8} splits={s:>3} ingot {res['ingot']:7.2f} us ({res['bw_frac']*100:5.1f}%)  "
+              f"cudnn {res['cudnn']:7.2f}  flash {res['flash']:7.2f}  sweep: {sweep}", flush=True)
+        del qs, ks, vs, kt, vt
+        torch.cuda.empty_cache()
+    return rows
+
+
+def time_graph(fn, nbuf, reps=20):
+    for i in range(nbuf):
+        fn(i)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    st = torch.cuda.Stream()
+    with torch.cuda.stream(st):
+        with torch.cuda.graph(g, stream=st):
+            for i in range(nbuf):
+                fn(i)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3 / nbuf)
+    return float(np.median(times))
+
+
+def bench_experiments(pack, Ls=(4096, 16384, 65536, 262144, 1048576)):
+    kdp = json.load(open(os.path.join(pack, "experiments.kdp.json")))
+    kerns = [Kernel(pack, kd) for kd in kdp["kernelDescriptors"]]
+    for L in Ls:
+        kv_bytes = 2 * L * 2 * 128 * 2
+        nbuf = max(2, min(64, int(math.ceil(400e6 / kv_bytes))))
+        qs = [torch.randn(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+        ks = [torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+        vs = [torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+        o = torch.empty(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16)
+        lens = torch.full((1,), L, device="cuda", dtype=torch.int32)
+        ws = torch.empty(2 * (4 * 1056 + 4 * 1056 * 128) + 16, device="cuda")
+        line = []
+        for kern in kerns:
+            best = None
+            for cpc in (1, 2, 3, 4, 6):
+                s, _ = plan_splits(kern.meta, 1, 2, L, ctas_per_cu=cpc, min_tiles=1)
+                t = time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0,
+                                                  ws=ws, splits=s), nbuf)
+                if best is None or t < best[0]:
+                    best = (t, s, cpc)
+            line.append(f"{kern.name.split('_contig_')[1]}={best[0]:.1f}us/{kv_bytes / best[0] / 4.281e6 * 100:.0f}%"
+                        f"(s{best[1]},c{best[2]})")
+        print(f"L={L:>8} " + "  ".join(line), flush=True)
+        del qs, ks, vs
+        torch.cuda.empty_cache()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("pack")
+    ap.add_argument("--time", action="store_true")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--experiments", default=None, help="experiment pack folder to time")
+    a = ap.parse_args()
+    if a.experiments:
+        bench_experiments(a.experiments)
+    kdp = json.load(open(os.path.join(a.pack, "attention_decode.kdp.json")))
+    kdps = kdp["kernelDescriptors"]
+    torch.manual_seed(1234)
+    fails = 0
+    for kd in kdps:
+        kern = Kernel(a.pack, kd)
+        m = kern.meta
+        g = m["group"]
+        hkv = {1: 8, 4: 2, 8: 8}[g]
+        for (B, Sq, cap, causal, paged, ps, lse, poison, splits) in (
+                (2, m["max_sq"], 1024, True, m["kv_layout"] == "paged", 16, True, True, None),
+                (3, 1, 4096, False, m["kv_layout"] == "paged", 64, False, True, 1),
+                (1, m["max_sq"], 64, True, m["kv_layout"] == "paged", 16, True, False, None)):
+            ok, err, lerr, s = check(kern, B, g * hkv, hkv, Sq, cap, causal, paged, ps, lse, poison, splits)
+            fails += not ok
+            print(f"{'ok ' if ok else 'FAIL'} {kd['name']:52} B={B} Sq={Sq} cap={cap:>5} causal={causal:d} "
+                  f"splits={s:>3} max_err={err:.5f} lse_err={lerr:.2e}", flush=True)
+    print(f"probe: {len(kdps)} kernels, {fails} failures", flush=True)
+    if a.time:
+        rows = bench_seed(a.pack, kdps, [1024, 4096, 16384, 65536, 262144, 1048576])
+        if a.out:
+            json.dump(rows, open(os.path.join(a.out, "probe_bench.json"), "w"), indent=1)
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,452 @@
+/* backend_cuda.c: the CUDA driver backend. libcuda.so.1 is loaded with dlopen
+ * from the one symbol table below, so libingot builds and its host tests run
+ * where no CUDA SDK or driver is installed. The few driver types and constants
+ * it needs are declared here from the public driver API documentation.
+ *
+ * Threads: a device handle owns everything it uses (library handle, function
+ * table, device, primary context); nothing here is global or mutable. Every call
+ * that needs a context makes the device's primary context current on the calling
+ * thread first (as cudaSetDevice does), because plans may execute from any
+ * thread. The primary context is the one the CUDA runtime and most libraries
+ * share, so pointers and streams made by the caller work with our launches. */
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+
+/* ---- driver types and constants (CUDA driver API, public documentation) ---- */
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+
+enum {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_NOT_FOUND = 500
+};
+
+enum {
+  CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10,
+  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+};
+
+/* Keys of cuLaunchKernel's `extra` array for a packed argument buffer. */
+#define CU_LAUNCH_PARAM_END ((void *)0x00)
+#define CU_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)
+#define CU_LAUNCH_PARAM_BUFFER_SIZE ((void *)0x02)
+
+#define CUDA_DEFAULT_LIBRARY "libcuda.so.1"
+#define CUDA_LIBRARY_ENV "INGOT_CUDA_LIBRARY"
+
+/* ---- the symbol table ----------------------------------------------------------
+ * X(kind, field, return type, parameters, exported name, older exported name)
+ * The first name is tried first (the _v2 entry points where the driver has
+ * them), then the second (NULL: none). A REQUIRED symbol that is missing makes
+ * the backend UNAVAILABLE; an OPTIONAL one leaves its field NULL. */
+#define CUDA_SYMBOLS(X)                                                                          \
+  X(REQUIRED, cuInit, CUresult, (unsigned int flags), "cuInit", NULL)                             \
+  X(REQUIRED, cuDeviceGetCount, CUresult, (int *count), "cuDeviceGetCount", NULL)                 \
+  X(REQUIRED, cuDeviceGet, CUresult, (CUdevice * device, int ordinal), "cuDeviceGet", NULL)       \
+  X(REQUIRED, cuDeviceGetAttribute, CUresult, (int *value, int attrib, CUdevice dev),             \
+    "cuDeviceGetAttribute", NULL)                                                                \
+  X(REQUIRED, cuDevicePrimaryCtxRetain, CUresult, (CUcontext * ctx, CUdevice dev),               \
+    "cuDevicePrimaryCtxRetain", NULL)                                                            \
+  X(REQUIRED, cuDevicePrimaryCtxRelease, CUresult, (CUdevice dev),                               \
+    "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease")                                 \
+  X(REQUIRED, cuCtxGetCurrent, CUresult, (CUcontext * ctx), "cuCtxGetCurrent", NULL)              \
+  X(REQUIRED, cuCtxSetCurrent, CUresult, (CUcontext ctx), "cuCtxSetCurrent", NULL)                \
+  X(REQUIRED, cuModuleLoadData, CUresult, (CUmodule * module, const void *image),                \
+    "cuModuleLoadData", NULL)                                                                    \
+  X(REQUIRED, cuModuleUnload, CUresult, (CUmodule module), "cuModuleUnload", NULL)               \
+  X(REQUIRED, cuModuleGetFunction, CUresult, (CUfunction * fn, CUmodule module, const char *name), \
+    "cuModuleGetFunction", NULL)                                                                 \
+  X(REQUIRED, cuLaunchKernel, CUresult,                                                          \
+    (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,           \
+     unsigned int by, unsigned int bz, unsigned int shared_bytes, CUstream stream,               \
+     void **kernel_params, void **extra),                                                        \
+    "cuLaunchKernel", NULL)                                                                      \
+  X(REQUIRED, cuGetErrorName, CUresult, (CUresult error, const char **name), "cuGetErrorName",    \
+    NULL)                                                                                        \
+  X(REQUIRED, cuGetErrorString, CUresult, (CUresult error, const char **text),                   \
+    "cuGetErrorString", NULL)                                                                    \
+  X(OPTIONAL, cuDriverGetVersion, CUresult, (int *version), "cuDriverGetVersion", NULL)           \
+  /* CUDA 12.4+: each parameter's offset and size, to check the kernarg signature. */            \
+  X(OPTIONAL, cuFuncGetParamInfo, CUresult,                                                      \
+    (CUfunction f, size_t index, size_t *offset, size_t *size), "cuFuncGetParamInfo", NULL)      \
+  /* CUDA 12.4+: load a function now rather than at its first launch (lazy loading), so  \
+   * the first launch never happens inside a stream capture or on two streams at once. */ \
+  X(OPTIONAL, cuFuncLoad, CUresult, (CUfunction f), "cuFuncLoad", NULL)
+
+typedef struct cuda_api {
+#define CUDA_DECLARE(kind, field, ret, params, name, old_name) ret(*field) params;
+  CUDA_SYMBOLS(CUDA_DECLARE)
+#undef CUDA_DECLARE
+} cuda_api;
+
+struct ingot_backend_device {
+  void *library;
+  char library_name[256];
+  cuda_api api;
+  int ordinal;
+  CUdevice device;
+  CUcontext context; /* the device's primary context, retained */
+};
+
+/* ---- messages --------------------------------------------------------------------- */
+
+static void set_err(char *err, size_t err_size, const char *fmt, ...) {
+  if (err == NULL || err_size == 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, err_size, fmt, ap);
+  va_end(ap);
+}
+
+/* "CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected" */
+static void describe(const cuda_api *api, CUresult res, char *buf, size_t size) {
+  const char *name = NULL, *text = NULL;
+  if (api->cuGetErrorName == NULL || api->cuGetErrorName(res, &name) != CUDA_SUCCESS) name = NULL;
+  if (api->cuGetErrorString == NULL || api->cuGetErrorString(res, &text) != CUDA_SUCCESS)
+    text = NULL;
+  snprintf(buf, size, "%s (%d): %s", name ? name : "unknown CUDA error", (int)res,
+           text ? text : "no description from the driver");
+}
+
+static ingot_status driver_fail(const cuda_api *api, ingot_status status, const char *call,
+                                CUresult res, char *err, size_t err_size) {
+  char what[256];
+  describe(api, res, what, sizeof what);
+  set_err(err, err_size, "%s failed with %s", call, what);
+  return status;
+}
+
+/* Makes the device's primary context current on this thread (cheap when it already is). */
+static CUresult make_current(const ingot_backend_device *dev) {
+  CUcontext current = NULL;
+  if (dev->api.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == dev->context)
+    return CUDA_SUCCESS;
+  return dev->api.cuCtxSetCurrent(dev->context);
+}
+
+/* ---- loading ----------------------------------------------------------------------- */
+
+static ingot_status load_library(ingot_backend_device *dev, char *err, size_t err_size) {
+  const char *override = getenv(CUDA_LIBRARY_ENV);
+  const int overridden = override != NULL && override[0] != '\0';
+  const char *name = overridden ? override : CUDA_DEFAULT_LIBRARY;
+  snprintf(dev->library_name, sizeof dev->library_name, "%s", name);
+
+  dlerror();
+  dev->library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  if (dev->library == NULL) {
+    const char *why = dlerror();
+    set_err(err, err_size,
+            "%s%s not found (dlopen: %s): install the NVIDIA driver or use a host context", name,
+            overridden ? " (named by " CUDA_LIBRARY_ENV ")" : "", why ? why : "no reason given");
+    return INGOT_UNAVAILABLE;
+  }
+
+#define CUDA_RESOLVE(kind, field, ret, params, name_, old_name)                                 \
+  {                                                                                             \
+    const char *names_[2] = {name_, old_name};                                                  \
+    void *sym_ = NULL;                                                                          \
+    for (int i_ = 0; i_ < 2 && sym_ == NULL; ++i_)                                              \
+      if (names_[i_] != NULL) sym_ = dlsym(dev->library, names_[i_]);                           \
+    /* POSIX dlsym returns data pointers; a function pointer is copied bit for bit. */          \
+    memcpy(&dev->api.field, &sym_, sizeof sym_);                                                \
+    if (sym_ == NULL && kind) {                                                                 \
+      set_err(err, err_size,                                                                    \
+              "%s has no symbol %s: it is not the NVIDIA driver library, or the driver is too " \
+              "old; install a current NVIDIA driver or use a host context",                     \
+              dev->library_name, name_);                                                        \
+      return INGOT_UNAVAILABLE;                                                                 \
+    }                                                                                           \
+  }
+#define REQUIRED 1
+#define OPTIONAL 0
+  CUDA_SYMBOLS(CUDA_RESOLVE)
+#undef REQUIRED
+#undef OPTIONAL
+#undef CUDA_RESOLVE
+  return INGOT_OK;
+}
+
+/* The driver starts threads of its own once initialised; unloading the library
+ * under them would crash the process later, so a handle whose driver was
+ * initialised stays loaded (dlopen counts references: the cost is nothing). */
+static void free_device(ingot_backend_device *dev, int driver_initialised) {
+  if (dev == NULL) return;
+  if (dev->library != NULL && !driver_initialised) dlclose(dev->library);
+  free(dev);
+}
+
+static ingot_status cuda_open(int ordinal, ingot_backend_device **out, char *arch,
+                              size_t arch_size, int *wave_size, int *compute_units, char *err,
+                              size_t err_size) {
+  if (out == NULL) {
+    set_err(err, err_size, "cuda open: out is NULL");
+    return INGOT_INVALID_ARGUMENT;
+  }
+  *out = NULL;
+  if (arch == NULL || arch_size < 8 || wave_size == NULL || compute_units == NULL) {
+    set_err(err, err_size,
+            "cuda open: arch (at least 8 bytes), wave_size and compute_units are required");
+    return INGOT_INVALID_ARGUMENT;
+  }
+  arch[0] = '\0';
+  *wave_size = 0;
+  *compute_units = 0;
+  if (ordinal < 0) {
+    set_err(err, err_size, "cuda open: device ordinal %d is negative; allowed: 0 .. count-1",
+            ordinal);
+    return INGOT_INVALID_ARGUMENT;
+  }
+
+  ingot_backend_device *dev = calloc(1, sizeof *dev);
+  if (dev == NULL) {
+    set_err(err, err_size, "cuda open: out of memory");
+    return INGOT_OUT_OF_MEMORY;
+  }
+  dev->ordinal = ordinal;
+  ingot_status st = load_library(dev, err, err_size);
+  if (st != INGOT_OK) {
+    free_device(dev, 0);
+    return st;
+  }
+  const cuda_api *api = &dev->api;
+
+  char what[256];
+  CUresult res = api->cuInit(0);
+  if (res != CUDA_SUCCESS) {
+    describe(api, res, what, sizeof what);
+    set_err(err, err_size,
+            "%s loaded, but cuInit failed with %s: no usable NVIDIA GPU or driver; check "
+            "nvidia-smi, or use a host context",
+            dev->library_name, what);
+    free_device(dev, 1);
+    return INGOT_UNAVAILABLE;
+  }
+  int count = 0;
+  res = api->cuDeviceGetCount(&count);
+  if (res != CUDA_SUCCESS) {
+    st = driver_fail(api, INGOT_UNAVAILABLE, "cuDeviceGetCount", res, err, err_size);
+    free_device(dev, 1);
+    return st;
+  }
+  if (ordinal >= count) {
+    set_err(err, err_size, "CUDA device %d requested, but the driver sees %d device(s)%s",
+            ordinal, count, count > 0 ? ": allowed ordinals are 0 .. count-1" : "");
+    free_device(dev, 1);
+    return INGOT_UNAVAILABLE;
+  }
+  res = api->cuDeviceGet(&dev->device, ordinal);
+  if (res != CUDA_SUCCESS) {
+    st = driver_fail(api, INGOT_UNAVAILABLE, "cuDeviceGet", res, err, err_size);
+    free_device(dev, 1);
+    return st;
+  }
+
+  static const struct {
+    int attrib;
+    const char *name;
+  } wanted[4] = {{CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "compute capability major"},
+                 {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "compute capability minor"},
+                 {CU_DEVICE_ATTRIBUTE_WARP_SIZE, "warp size"},
+                 {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "multiprocessor count"}};
+  int value[4] = {0, 0, 0, 0};
+  for (int i = 0; i < 4; ++i) {
+    res = api->cuDeviceGetAttribute(&value[i], wanted[i].attrib, dev->device);
+    if (res != CUDA_SUCCESS) {
+      describe(api, res, what, sizeof what);
+      set_err(err, err_size, "cuDeviceGetAttribute (%s) of CUDA device %d failed with %s",
+              wanted[i].name, ordinal, what);
+      free_device(dev, 1);
+      return INGOT_DEVICE_ERROR;
+    }
+  }
+  if (value[0] <= 0 || value[0] > 99 || value[1] < 0 || value[1] > 9 || value[2] <= 0 ||
+      value[3] <= 0) {
+    set_err(err, err_size,
+            "CUDA device %d reports implausible properties (compute capability %d.%d, warp "
+            "size %d, %d multiprocessors)",
+            ordinal, value[0], value[1], value[2], value[3]);
+    free_device(dev, 1);
+    return INGOT_DEVICE_ERROR;
+  }
+
+  res = api->cuDevicePrimaryCtxRetain(&dev->context, dev->device);
+  if (res != CUDA_SUCCESS) {
+    st = driver_fail(api, INGOT_UNAVAILABLE, "cuDevicePrimaryCtxRetain", res, err, err_size);
+    free_device(dev, 1);
+    return st;
+  }
+
+  snprintf(arch, arch_size, "sm_%d%d", value[0], value[1]);
+  *wave_size = value[2];
+  *compute_units = value[3];
+  *out = dev;
+  return INGOT_OK;
+}
+
+static void cuda_close(ingot_backend_device *dev) {
+  if (dev == NULL) return;
+  if (dev->context != NULL) dev->api.cuDevicePrimaryCtxRelease(dev->device);
+  free_device(dev, 1);
+}
+
+static ingot_status check_device(const ingot_backend_device *dev, const char *what, char *err,
+                                 size_t err_size) {
+  if (dev == NULL) {
+    set_err(err, err_size, "cuda %s: device is NULL", what);
+    return INGOT_INVALID_ARGUMENT;
+  }
+  CUresult res = make_current(dev);
+  if (res != CUDA_SUCCESS)
+    return driver_fail(&dev->api, INGOT_DEVICE_ERROR, "cuCtxSetCurrent", res, err, err_size);
+  return INGOT_OK;
+}
+
+static ingot_status cuda_module_load(ingot_backend_device *dev, const void *image, size_t size,
+                                     ingot_backend_module *out, char *err, size_t err_size) {
+  if (out != NULL) *out = NULL;
+  if (out == NULL || image == NULL || size == 0) {
+    set_err(err, err_size, "cuda module_load: image, a non-zero size and out are required");
+    return INGOT_INVALID_ARGUMENT;
+  }
+  ingot_status st = check_device(dev, "module_load", err, err_size);
+  if (st != INGOT_OK) return st;
+  CUmodule mod = NULL;
+  CUresult res = dev->api.cuModuleLoadData(&mod, image);
+  if (res != CUDA_SUCCESS)
+    return driver_fail(&dev->api, INGOT_DEVICE_ERROR, "cuModuleLoadData", res, err, err_size);
+  *out = mod;
+  return INGOT_OK;
+}
+
+static void cuda_module_unload(ingot_backend_device *dev, ingot_backend_module mod) {
+  if (dev == NULL || mod == NULL) return;
+  if (make_current(dev) == CUDA_SUCCESS) dev->api.cuModuleUnload((CUmodule)mod);
+}
+
+static ingot_status cuda_function_get(ingot_backend_device *dev, ingot_backend_module mod,
+                                      const char *symbol, ingot_backend_function *out, char *err,
+                                      size_t err_size) {
+  if (out != NULL) *out = NULL;
+  if (out == NULL || mod == NULL || symbol == NULL) {
+    set_err(err, err_size, "cuda function_get: module, symbol and out are required");
+    return INGOT_INVALID_ARGUMENT;
+  }
+  ingot_status st = check_device(dev, "function_get", err, err_size);
+  if (st != INGOT_OK) return st;
+  CUfunction fn = NULL;
+  CUresult res = dev->api.cuModuleGetFunction(&fn, (CUmodule)mod, symbol);
+  if (res == CUDA_ERROR_NOT_FOUND) {
+    set_err(err, err_size, "the cubin has no kernel named '%s' (cuModuleGetFunction: not found)",
+            symbol);
+    return INGOT_INVALID_PACK;
+  }
+  if (res != CUDA_SUCCESS) {
+    char call[320];
+    snprintf(call, sizeof call, "cuModuleGetFunction('%.256s')", symbol);
+    return driver_fail(&dev->api, INGOT_DEVICE_ERROR, call, res, err, err_size);
+  }
+  if (dev->api.cuFuncLoad != NULL) {
+    res = dev->api.cuFuncLoad(fn);
+    if (res != CUDA_SUCCESS) {
+      char call[320];
+      snprintf(call, sizeof call, "cuFuncLoad('%.256s')", symbol);
+      return driver_fail(&dev->api, INGOT_DEVICE_ERROR, call, res, err, err_size);
+    }
+  }
+  *out = fn;
+  return INGOT_OK;
+}
+
+static ingot_status cuda_function_params(ingot_backend_device *dev, ingot_backend_function fn,
+                                         size_t *offsets, size_t *sizes, int max, int *count,
+                                         char *err, size_t err_size) {
+  if (count != NULL) *count = 0;
+  if (count == NULL || fn == NULL || max < 0 || (max > 0 && (offsets == NULL || sizes == NULL))) {
+    set_err(err, err_size,
+            "cuda function_params: function, count, and offsets/sizes for max > 0 are required");
+    return INGOT_INVALID_ARGUMENT;
+  }
+  ingot_status st = check_device(dev, "function_params", err, err_size);
+  if (st != INGOT_OK) return st;
+  if (dev->api.cuFuncGetParamInfo == NULL) return INGOT_OK; /* driver older than 12.4 */
+
+  /* The driver answers CUDA_ERROR_INVALID_VALUE for the first index past the last parameter. */
+  for (int i = 0;; ++i) {
+    size_t offset = 0, size = 0;
+    CUresult res = dev->api.cuFuncGetParamInfo((CUfunction)fn, (size_t)i, &offset, &size);
+    if (res == CUDA_ERROR_INVALID_VALUE) break;
+    if (res != CUDA_SUCCESS)
+      return driver_fail(&dev->api, INGOT_DEVICE_ERROR, "cuFuncGetParamInfo", res, err,
+                         err_size);
+    if (i >= max) {
+      set_err(err, err_size, "the kernel has more than %d parameters (the most allowed)", max);
+      *count = 0;
+      return INGOT_LIMIT_EXCEEDED;
+    }
+    offsets[i] = offset;
+    sizes[i] = size;
+    *count = i + 1;
+  }
+  return INGOT_OK;
+}
+
+static ingot_status cuda_launch(ingot_backend_device *dev, ingot_backend_function fn,
+                                const uint32_t grid[3], const uint32_t block[3],
+                                uint32_t lds_bytes, void *stream, const void *kernargs,
+                                size_t kernarg_size, char *err, size_t err_size) {
+  if (fn == NULL || grid == NULL || block == NULL || (kernarg_size > 0 && kernargs == NULL)) {
+    set_err(err, err_size, "cuda launch: function, grid, block and kernargs are required");
+    return INGOT_INVALID_ARGUMENT;
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (grid[i] == 0 || block[i] == 0) {
+      set_err(err, err_size, "cuda launch: grid (%u,%u,%u) and block (%u,%u,%u) must be >= 1",
+              grid[0], grid[1], grid[2], block[0], block[1], block[2]);
+      return INGOT_INVALID_ARGUMENT;
+    }
+  }
+  ingot_status st = check_device(dev, "launch", err, err_size);
+  if (st != INGOT_OK) return st;
+
+  /* The size must be exactly the kernel's parameter size (a larger one is refused). */
+  size_t size = kernarg_size;
+  void *extra[5] = {CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)(uintptr_t)kernargs,
+                    CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+  CUresult res = dev->api.cuLaunchKernel((CUfunction)fn, grid[0], grid[1], grid[2], block[0],
+                                         block[1], block[2], lds_bytes, (CUstream)stream, NULL,
+                                         kernarg_size > 0 ? extra : NULL);
+  if (res != CUDA_SUCCESS) {
+    char what[256];
+    describe(&dev->api, res, what, sizeof what);
+    set_err(err, err_size,
+            "cuLaunchKernel (grid %u,%u,%u block %u,%u,%u, %zu kernarg bytes) failed with %s",
+            grid[0], grid[1], grid[2], block[0], block[1], block[2], kernarg_size, what);
+    return INGOT_DEVICE_ERROR;
+  }
+  return INGOT_OK;
+}
+
+const ingot_backend_ops ingot_backend_cuda_ops = {
+    .name = "cuda",
+    .open = cuda_open,
+    .close = cuda_close,
+    .module_load = cuda_module_load,
+    .module_unload = cuda_module_unload,
+    .function_get = cuda_function_get,
+    .function_params = cuda_function_params,
+    .launch = cuda_launch,
+};

@@ -1,0 +1,171 @@
+/* internal.h: the runtime's own types, shared by its source files and by
+ * ingot-inspect (which links ingot_static). Not installed, not public. */
+#ifndef INGOT_INTERNAL_H
+#define INGOT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "backend.h"
+#include "dispatch.h"
+#include "ingot/ingot.h"
+
+/* ---- documented limits (docs/attention_decode.md, "Limits") ------------- */
+#define INGOT_MAX_DESCRIPTOR_BYTES ((size_t)4 << 20)  /* one descriptor file */
+#define INGOT_MAX_KERNELS_PER_PACK 4096
+#define INGOT_MAX_STRING_BYTES 256                    /* ids, names, paths, symbols, values */
+#define INGOT_MAX_CODE_OBJECT_BYTES ((size_t)64 << 20)
+#define INGOT_MAX_SIGNATURE_ARGS 64
+#define INGOT_MAX_ENTRY_POINTS INGOT_MAX_LAUNCHES
+#define INGOT_MAX_ARCHS 16
+#define INGOT_ARCH_NAME_BYTES 32
+#define INGOT_HOST_COMPUTE_UNITS 132 /* what a host context plans for */
+
+/* ---- a growable string (error messages, decline reports) ---------------- */
+typedef struct ingot_strbuf {
+  char *data; /* NUL-terminated, NULL until the first append */
+  size_t len, cap;
+  int failed; /* an allocation failed; data holds what fitted */
+} ingot_strbuf;
+
+void ingot_strbuf_appendf(ingot_strbuf *sb, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void ingot_strbuf_vappendf(ingot_strbuf *sb, const char *fmt, va_list ap);
+void ingot_strbuf_free(ingot_strbuf *sb);
+const char *ingot_strbuf_str(const ingot_strbuf *sb); /* never NULL */
+
+/* snprintf into a fixed buffer that may be NULL or of size 0. */
+void ingot_format(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- descriptors as loaded ------------------------------------------------ */
+typedef struct ingot_sig_arg {
+  char kind[INGOT_MAX_STRING_BYTES + 1];
+  uint32_t size, offset;
+} ingot_sig_arg;
+
+typedef struct ingot_umd {
+  const char *id, *name, *file; /* borrowed from doc / pack */
+  int graph_scope;              /* 1 graph, 0 kernel */
+  json_t *constraints;          /* borrowed from doc; every entry verified at load */
+} ingot_umd;
+
+typedef struct ingot_code_object {
+  char arch[INGOT_ARCH_NAME_BYTES];
+  char *path; /* absolute, resolved, inside the pack folder */
+  unsigned char sha256[32];
+} ingot_code_object;
+
+struct ingot_pack;
+
+typedef struct ingot_kernel {
+  struct ingot_pack *pack;
+  const char *id, *name; /* borrowed from the KDP document */
+  int64_t priority;
+  ingot_ad_kernel_meta meta;
+  json_t *metadata; /* owned: the metadata with KMD defaults filled in */
+  size_t num_matchers;
+  const ingot_umd **matchers;
+  size_t num_objects;
+  ingot_code_object *objects;
+  const char *symbols[INGOT_MAX_ENTRY_POINTS]; /* per UDD entry point, borrowed */
+  /* Loaded lazily on a device context, once (see plan.c). */
+  pthread_mutex_t load_lock;
+  atomic_int load_state; /* 0 not yet, 1 loaded, 2 failed */
+  ingot_status load_status;
+  char load_error[512];
+  ingot_backend_module module;
+  ingot_backend_function functions[INGOT_MAX_ENTRY_POINTS];
+} ingot_kernel;
+
+typedef struct ingot_pack {
+  char *dir;  /* resolved absolute path */
+  char *kdp_file;
+  json_t *docs; /* owned: array of every parsed descriptor document */
+  const char *name, *id;
+  size_t num_umds;
+  ingot_umd *umds;
+  size_t num_graph_matchers;
+  const ingot_umd **graph_matchers; /* KDP.matchers, then UED.graph_match.matchers */
+  const ingot_dispatch_entry *dispatch;
+  uint32_t kernarg_size;
+  size_t num_entry_points;
+  size_t num_sig;
+  ingot_sig_arg sig[INGOT_MAX_SIGNATURE_ARGS];
+  size_t num_archs;
+  char archs[INGOT_MAX_ARCHS][INGOT_ARCH_NAME_BYTES];
+  size_t num_kernels;
+  ingot_kernel *kernels;
+  json_t *kdp; /* borrowed from docs */
+} ingot_pack;
+
+void ingot_pack_free(ingot_pack *pack, const ingot_backend_ops *ops, ingot_backend_device *dev);
+
+/* Loads and verifies one pack folder; on failure *out is NULL and err holds
+ * "<file>: <json path>: <problem> (allowed: ...)". existing: the packs already
+ * open on the context (kernel and pack ids must not repeat). */
+ingot_status ingot_pack_load(const char *pack_dir, ingot_pack *const *existing, size_t num_existing,
+                             ingot_pack **out, ingot_strbuf *err);
+
+/* ---- the context ------------------------------------------------------- */
+struct ingot_context {
+  ingot_backend backend;
+  const ingot_backend_ops *ops; /* NULL on host contexts */
+  ingot_backend_device *dev;
+  char arch[INGOT_ARCH_NAME_BYTES]; /* "" = any (host context without arch) */
+  int wave_size;                    /* 0 = from the chosen kernel's arch */
+  int compute_units;
+  size_t num_packs;
+  ingot_pack **packs;
+  ingot_strbuf last_error;
+  ingot_strbuf decline_report;
+};
+
+void ingot_context_set_error(ingot_context *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void ingot_context_clear_error(ingot_context *ctx);
+
+/* ---- graph ------------------------------------------------------------- */
+/* Checks the graph's structure (ranks, dims, strides, enums). Whether a kernel
+ * supports it is the matcher's business. err gets "graph: <field>: ...". */
+ingot_status ingot_graph_validate(const ingot_attention_graph *g, char *err, size_t err_size);
+
+/* The value of one derived graph field (docs/INTERNALS.md section 2) as JSON;
+ * NULL when the name is not a known field. The caller owns the result. */
+json_t *ingot_graph_field(const ingot_attention_graph *g, const char *field);
+/* Is this a field name the matcher knows, and of which JSON type? */
+typedef enum ingot_field_type { INGOT_FIELD_UNKNOWN = 0, INGOT_FIELD_INT, INGOT_FIELD_STRING,
+                                INGOT_FIELD_BOOL, INGOT_FIELD_INT_PAIR } ingot_field_type;
+ingot_field_type ingot_graph_field_type(const char *field);
+const char *ingot_graph_field_names(void); /* "dtype, kv_dtype, ..." for messages */
+
+/* ---- matching ---------------------------------------------------------- */
+/* Verifies one constraint object at load time; err gets the problem. */
+int ingot_constraint_check(json_t *c, char *err, size_t err_size);
+/* Evaluates one constraint; on failure writes "field = value, allowed op operand". */
+int ingot_constraint_holds(json_t *c, const ingot_attention_graph *g, ingot_strbuf *why);
+/* Selects a kernel per docs/INTERNALS.md section 3; NULL when none, report holds
+ * one line per declined pack or kernel. */
+const ingot_kernel *ingot_select_kernel(const ingot_context *ctx, const ingot_attention_graph *g,
+                                        ingot_strbuf *report);
+
+/* ---- plans --------------------------------------------------------------- */
+struct ingot_plan {
+  ingot_context *ctx;
+  const ingot_kernel *kernel;
+  ingot_attention_graph graph;
+  ingot_device_caps caps;
+  ingot_dispatch_plan dispatch;
+};
+
+/* For ingot-inspect: the launches of a plan. */
+const ingot_dispatch_plan *ingot_plan_dispatch_info(const ingot_plan *plan);
+
+int ingot_arch_wave_size(const char *arch); /* 32 sm_*, 64 gfx*, 0 unknown */
+size_t ingot_arch_max_lds(const char *arch);
+
+#endif

@@ -1,0 +1,976 @@
+/* pack_loader.c: opens a packaged pack folder and verifies all of it before
+ * anything touches a driver: every descriptor's fields and JSON types, unique
+ * ids, every id reference, kernel metadata against the KMD, code object paths
+ * (confined to the folder), sha256 and kernarg signature against the UDD.
+ * The first problem ends the load with "<file>: <json path>: <problem>
+ * (allowed: ...)"; nothing is half-built. Formats: docs/INTERNALS.md 1-2. */
+#define _XOPEN_SOURCE 700
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <openssl/evp.h>
+
+#include "internal.h"
+
+enum doc_kind { DOC_KDP, DOC_UED, DOC_KMD, DOC_UDD, DOC_UMD, DOC_KERNEL, NUM_DOC_KINDS };
+static const char *const kKindSuffix[NUM_DOC_KINDS] = {".kdp.json", ".ued.json", ".kmd.json",
+                                                       ".udd.json", ".umd.json", NULL};
+static const char *const kKindName[NUM_DOC_KINDS] = {"KDP", "UED", "KMD", "UDD", "UMD", "kernel"};
+
+typedef struct doc_entry {
+  json_t *doc; /* borrowed from loader.docs */
+  char file[NAME_MAX + 1];
+  enum doc_kind kind;
+  const char *id;
+} doc_entry;
+
+typedef struct kmd_field {
+  const char *name, *type;
+  json_t *default_value; /* NULL: mandatory */
+} kmd_field;
+
+typedef struct loader {
+  const char *dir; /* resolved */
+  ingot_strbuf *err;
+  ingot_status status;
+  json_t *docs;
+  size_t num_entries, cap_entries;
+  doc_entry *entries;
+  size_t num_kmd_fields;
+  kmd_field *kmd_fields;
+  json_t *entry_points; /* the KDP's UDD's entry_points, borrowed */
+} loader;
+
+static int fail(loader *L, ingot_status st, const char *file, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int fail(loader *L, ingot_status st, const char *file, const char *path, const char *fmt, ...) {
+  if (L->status != INGOT_OK) return 0; /* keep the first problem */
+  L->status = st;
+  ingot_strbuf_appendf(L->err, "%s: %s%s", file, path ? path : "", path && path[0] ? ": " : "");
+  va_list ap;
+  va_start(ap, fmt);
+  ingot_strbuf_vappendf(L->err, fmt, ap);
+  va_end(ap);
+  return 0;
+}
+
+/* ---- typed field access ------------------------------------------------- */
+
+static const char *json_type_name(json_t *v) {
+  if (v == NULL) return "missing";
+  switch (json_typeof(v)) {
+  case JSON_OBJECT: return "an object";
+  case JSON_ARRAY: return "a list";
+  case JSON_STRING: return "a string";
+  case JSON_INTEGER: return "an integer";
+  case JSON_REAL: return "a real number";
+  case JSON_TRUE:
+  case JSON_FALSE: return "a boolean";
+  case JSON_NULL: return "null";
+  }
+  return "?";
+}
+
+static void join_path(char *out, size_t size, const char *parent, const char *key) {
+  if (parent == NULL || parent[0] == '\0') ingot_format(out, size, "%s", key);
+  else ingot_format(out, size, "%s.%s", parent, key);
+}
+
+static int check_string_value(loader *L, const char *file, const char *path, json_t *v) {
+  if (!json_is_string(v))
+    return fail(L, INGOT_INVALID_PACK, file, path, "%s (allowed: a string)", json_type_name(v));
+  if (json_string_length(v) > INGOT_MAX_STRING_BYTES)
+    return fail(L, INGOT_LIMIT_EXCEEDED, file, path, "string of %zu bytes (allowed: at most %d bytes)",
+                json_string_length(v), INGOT_MAX_STRING_BYTES);
+  if (json_string_length(v) != strlen(json_string_value(v)))
+    return fail(L, INGOT_INVALID_PACK, file, path, "string holds a NUL byte (allowed: none)");
+  return 1;
+}
+
+static int get_string(loader *L, const char *file, json_t *obj, const char *parent, const char *key,
+                      const char **out) {
+  char path[512];
+  join_path(path, sizeof path, parent, key);
+  json_t *v = json_object_get(obj, key);
+  if (!check_string_value(L, file, path, v)) return 0;
+  if (json_string_length(v) == 0) return fail(L, INGOT_INVALID_PACK, file, path, "empty string (allowed: non-empty)");
+  *out = json_string_value(v);
+  return 1;
+}
+
+static int get_int(loader *L, const char *file, json_t *obj, const char *parent, const char *key,
+                   int64_t lo, int64_t hi, int64_t *out) {
+  char path[512];
+  join_path(path, sizeof path, parent, key);
+  json_t *v = json_object_get(obj, key);
+  if (!json_is_integer(v))
+    return fail(L, INGOT_INVALID_PACK, file, path, "%s (allowed: an integer in %lld..%lld)",
+                json_type_name(v), (long long)lo, (long long)hi);
+  int64_t x = json_integer_value(v);
+  if (x < lo || x > hi)
+    return fail(L, INGOT_INVALID_PACK, file, path, "%lld (allowed: %lld..%lld)", (long long)x,
+                (long long)lo, (long long)hi);
+  *out = x;
+  return 1;
+}
+
+static json_t *get_typed(loader *L, const char *file, json_t *obj, const char *parent, const char *key,
+                         json_type type, const char *allowed) {
+  char path[512];
+  join_path(path, sizeof path, parent, key);
+  json_t *v = json_object_get(obj, key);
+  if (v == NULL || json_typeof(v) != type) {
+    fail(L, INGOT_INVALID_PACK, file, path, "%s (allowed: %s)", json_type_name(v), allowed);
+    return NULL;
+  }
+  return v;
+}
+
+/* A list of non-empty strings. */
+static json_t *get_string_list(loader *L, const char *file, json_t *obj, const char *parent,
+                               const char *key) {
+  json_t *a = get_typed(L, file, obj, parent, key, JSON_ARRAY, "a list of strings");
+  if (a == NULL) return NULL;
+  char path[512], ipath[600];
+  join_path(path, sizeof path, parent, key);
+  size_t i;
+  json_t *v;
+  json_array_foreach(a, i, v) {
+    ingot_format(ipath, sizeof ipath, "%s[%zu]", path, i);
+    if (!check_string_value(L, file, ipath, v)) return NULL;
+  }
+  return a;
+}
+
+static int is_uuid(const char *s) {
+  if (strlen(s) != 36) return 0;
+  for (int i = 0; i < 36; ++i) {
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (s[i] != '-') return 0;
+    } else if (!isxdigit((unsigned char)s[i])) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* version "1.0", id (a UUID), name. */
+static int check_header(loader *L, const char *file, json_t *doc, const char *parent,
+                        const char **id, const char **name) {
+  char path[512];
+  const char *version;
+  if (!get_string(L, file, doc, parent, "version", &version)) return 0;
+  if (strcmp(version, "1.0") != 0) {
+    join_path(path, sizeof path, parent, "version");
+    return fail(L, INGOT_INVALID_PACK, file, path, "\"%s\" (allowed: \"1.0\")", version);
+  }
+  if (!get_string(L, file, doc, parent, "id", id)) return 0;
+  if (!is_uuid(*id)) {
+    join_path(path, sizeof path, parent, "id");
+    return fail(L, INGOT_INVALID_PACK, file, path, "\"%s\" (allowed: a UUID, 8-4-4-4-12 hex digits)", *id);
+  }
+  return get_string(L, file, doc, parent, "name", name);
+}
+
+/* ---- files --------------------------------------------------------------- */
+
+static int read_file(loader *L, const char *path, const char *shown, size_t limit, unsigned char **out,
+                     size_t *size) {
+  *out = NULL;
+  *size = 0;
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return fail(L, INGOT_IO_ERROR, shown, "", "cannot open: %s", strerror(errno));
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return fail(L, INGOT_IO_ERROR, shown, "", "not a regular file");
+  }
+  if ((uint64_t)st.st_size > limit) {
+    fclose(f);
+    return fail(L, INGOT_LIMIT_EXCEEDED, shown, "", "%lld bytes (allowed: at most %zu bytes)",
+                (long long)st.st_size, limit);
+  }
+  unsigned char *buf = malloc((size_t)st.st_size + 1);
+  if (buf == NULL) {
+    fclose(f);
+    return fail(L, INGOT_OUT_OF_MEMORY, shown, "", "out of memory reading %lld bytes", (long long)st.st_size);
+  }
+  size_t n = fread(buf, 1, (size_t)st.st_size, f);
+  int bad = ferror(f) || n != (size_t)st.st_size;
+  fclose(f);
+  if (bad) {
+    free(buf);
+    return fail(L, INGOT_IO_ERROR, shown, "", "read failed or the file changed while reading");
+  }
+  buf[n] = 0;
+  *out = buf;
+  *size = n;
+  return 1;
+}
+
+static int sha256_hex_equal(const unsigned char *data, size_t size, const char *hex,
+                            char actual[65]) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  actual[0] = 0;
+  if (EVP_Digest(data, size, md, &len, EVP_sha256(), NULL) != 1 || len != 32) return -1;
+  for (unsigned i = 0; i < 32; ++i) snprintf(actual + 2 * i, 3, "%02x", md[i]);
+  return strcmp(actual, hex) == 0;
+}
+
+static int add_entry(loader *L, json_t *doc, const char *file, enum doc_kind kind, const char *id,
+                     const char *path) {
+  for (size_t i = 0; i < L->num_entries; ++i) {
+    if (strcmp(L->entries[i].id, id) == 0)
+      return fail(L, INGOT_INVALID_PACK, file, path, "duplicate id \"%s\" (already the id of %s %s%s%s)",
+                  id, kKindName[L->entries[i].kind], L->entries[i].file,
+                  L->entries[i].kind == DOC_KERNEL ? " kernel " : "",
+                  L->entries[i].kind == DOC_KERNEL
+                      ? json_string_value(json_object_get(L->entries[i].doc, "name"))
+                      : "");
+  }
+  if (L->num_entries == L->cap_entries) {
+    size_t cap = L->cap_entries ? 2 * L->cap_entries : 64;
+    doc_entry *e = realloc(L->entries, cap * sizeof(*e));
+    if (e == NULL) return fail(L, INGOT_OUT_OF_MEMORY, file, path, "out of memory");
+    L->entries = e;
+    L->cap_entries = cap;
+  }
+  doc_entry *e = &L->entries[L->num_entries++];
+  e->doc = doc;
+  ingot_format(e->file, sizeof e->file, "%s", file);
+  e->kind = kind;
+  e->id = id;
+  return 1;
+}
+
+/* Resolves an id reference to a descriptor of the wanted kind. */
+static const doc_entry *resolve(loader *L, const char *file, const char *path, const char *id,
+                                enum doc_kind kind) {
+  for (size_t i = 0; i < L->num_entries; ++i) {
+    const doc_entry *e = &L->entries[i];
+    if (strcmp(e->id, id) != 0) continue;
+    if (e->kind != kind) {
+      fail(L, INGOT_INVALID_PACK, file, path, "id \"%s\" names the %s %s (allowed: the id of a %s)", id,
+           kKindName[e->kind], e->file, kKindName[kind]);
+      return NULL;
+    }
+    return e;
+  }
+  fail(L, INGOT_INVALID_PACK, file, path,
+       "dangling id \"%s\" (allowed: the id of a *%s descriptor in the pack folder)", id,
+       kKindSuffix[kind]);
+  return NULL;
+}
+
+static int has_suffix(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n > m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int cmp_names(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Reads and parses every descriptor file of the folder (sorted by name). */
+static int load_documents(loader *L) {
+  DIR *d = opendir(L->dir);
+  if (d == NULL) return fail(L, INGOT_IO_ERROR, L->dir, "", "cannot open the folder: %s", strerror(errno));
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *de;
+  int ok = 1;
+  while (ok && (de = readdir(d)) != NULL) {
+    int wanted = 0;
+    for (int k = 0; k < DOC_KERNEL; ++k) wanted |= has_suffix(de->d_name, kKindSuffix[k]);
+    if (!wanted) continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 16;
+      char **p = realloc(names, cap * sizeof(*p));
+      if (p == NULL) {
+        ok = fail(L, INGOT_OUT_OF_MEMORY, L->dir, "", "out of memory");
+        break;
+      }
+      names = p;
+    }
+    names[n] = strdup(de->d_name);
+    if (names[n] == NULL) ok = fail(L, INGOT_OUT_OF_MEMORY, L->dir, "", "out of memory");
+    else ++n;
+  }
+  closedir(d);
+  if (ok) qsort(names, n, sizeof(*names), cmp_names);
+  size_t num_kdp = 0;
+  for (size_t i = 0; ok && i < n; ++i) {
+    enum doc_kind kind = DOC_KDP;
+    for (int k = 0; k < DOC_KERNEL; ++k)
+      if (has_suffix(names[i], kKindSuffix[k])) kind = (enum doc_kind)k;
+    if (kind == DOC_KDP && ++num_kdp > 1) {
+      ok = fail(L, INGOT_INVALID_PACK, names[i], "",
+                "a second *.kdp.json in the folder (allowed: exactly one KDP per pack folder)");
+      break;
+    }
+    char full[PATH_MAX];
+    ingot_format(full, sizeof full, "%s/%s", L->dir, names[i]);
+    unsigned char *text;
+    size_t size;
+    if (!(ok = read_file(L, full, names[i], INGOT_MAX_DESCRIPTOR_BYTES, &text, &size))) break;
+    json_error_t je;
+    json_t *doc = json_loadb((const char *)text, size, JSON_REJECT_DUPLICATES, &je);
+    free(text);
+    if (doc == NULL) {
+      ok = fail(L, INGOT_INVALID_PACK, names[i], "", "line %d column %d: invalid JSON: %s", je.line,
+                je.column, je.text);
+      break;
+    }
+    if (json_array_append_new(L->docs, doc) != 0) {
+      ok = fail(L, INGOT_OUT_OF_MEMORY, names[i], "", "out of memory");
+      break;
+    }
+    if (!json_is_object(doc)) {
+      ok = fail(L, INGOT_INVALID_PACK, names[i], "", "top level is %s (allowed: an object)",
+                json_type_name(doc));
+      break;
+    }
+    const char *id, *name;
+    if (!(ok = check_header(L, names[i], doc, "", &id, &name))) break;
+    if (!(ok = add_entry(L, doc, names[i], kind, id, "id"))) break;
+  }
+  if (ok && num_kdp == 0)
+    ok = fail(L, INGOT_INVALID_PACK, L->dir, "",
+              "no *.kdp.json in the folder (allowed: exactly one KDP; open build/packs/<pack>)");
+  for (size_t i = 0; i < n; ++i) free(names[i]);
+  free(names);
+  return ok;
+}
+
+/* ---- per kind -------------------------------------------------------------- */
+
+static int kmd_type_ok(const char *type, json_t *v) {
+  if (!strcmp(type, "bool")) return json_is_boolean(v);
+  if (!strcmp(type, "int")) return json_is_integer(v);
+  if (!strcmp(type, "float")) return json_is_number(v);
+  if (!strcmp(type, "string")) return json_is_string(v) && json_string_length(v) <= INGOT_MAX_STRING_BYTES;
+  if (!strcmp(type, "int_list")) {
+    if (!json_is_array(v)) return 0;
+    size_t i;
+    json_t *x;
+    json_array_foreach(v, i, x) if (!json_is_integer(x)) return 0;
+    return 1;
+  }
+  return 0;
+}
+
+static const kmd_field *kmd_find(const loader *L, const char *name) {
+  for (size_t i = 0; i < L->num_kmd_fields; ++i)
+    if (!strcmp(L->kmd_fields[i].name, name)) return &L->kmd_fields[i];
+  return NULL;
+}
+
+/* The fields ingot_ad_kernel_meta is filled from. */
+static const struct {
+  const char *name, *type;
+} kRuntimeFields[] = {{"dtype", "string"}, {"head_dim", "int"},  {"group", "int"},
+                      {"max_sq", "int"},   {"rows", "int"},      {"waves", "int"},
+                      {"tokens_per_wave", "int"}, {"max_splits", "int"},
+                      {"kv_layout", "string"},   {"lse", "bool"}};
+
+static int check_kmd(loader *L, const doc_entry *e) {
+  json_t *fields = get_typed(L, e->file, e->doc, "", "fields", JSON_ARRAY, "a list of {name, type, default_value?}");
+  if (fields == NULL) return 0;
+  free(L->kmd_fields);
+  L->num_kmd_fields = 0;
+  L->kmd_fields = calloc(json_array_size(fields) + 1, sizeof(kmd_field));
+  if (L->kmd_fields == NULL) return fail(L, INGOT_OUT_OF_MEMORY, e->file, "fields", "out of memory");
+  size_t i;
+  json_t *f;
+  char path[64], tpath[80];
+  json_array_foreach(fields, i, f) {
+    ingot_format(path, sizeof path, "fields[%zu]", i);
+    if (!json_is_object(f)) return fail(L, INGOT_INVALID_PACK, e->file, path, "%s (allowed: an object)", json_type_name(f));
+    kmd_field *kf = &L->kmd_fields[i];
+    if (!get_string(L, e->file, f, path, "name", &kf->name)) return 0;
+    if (!get_string(L, e->file, f, path, "type", &kf->type)) return 0;
+    if (strcmp(kf->type, "bool") && strcmp(kf->type, "int") && strcmp(kf->type, "float") &&
+        strcmp(kf->type, "string") && strcmp(kf->type, "int_list")) {
+      ingot_format(tpath, sizeof tpath, "%s.type", path);
+      return fail(L, INGOT_INVALID_PACK, e->file, tpath, "\"%s\" (allowed: bool, int, float, string, int_list)", kf->type);
+    }
+    if (kmd_find(L, kf->name) != NULL) {
+      ingot_format(tpath, sizeof tpath, "%s.name", path);
+      return fail(L, INGOT_INVALID_PACK, e->file, tpath, "duplicate field \"%s\" (allowed: unique names)", kf->name);
+    }
+    kf->default_value = json_object_get(f, "default_value");
+    if (kf->default_value != NULL && !kmd_type_ok(kf->type, kf->default_value)) {
+      ingot_format(tpath, sizeof tpath, "%s.default_value", path);
+      return fail(L, INGOT_INVALID_PACK, e->file, tpath, "%s (allowed: a value of type %s)",
+                  json_type_name(kf->default_value), kf->type);
+    }
+    L->num_kmd_fields = i + 1;
+  }
+  for (size_t r = 0; r < sizeof(kRuntimeFields) / sizeof(kRuntimeFields[0]); ++r) {
+    const kmd_field *kf = kmd_find(L, kRuntimeFields[r].name);
+    if (kf == NULL || strcmp(kf->type, kRuntimeFields[r].type) != 0)
+      return fail(L, INGOT_INVALID_PACK, e->file, "fields",
+                  "%s field \"%s\" (allowed: a field \"%s\" of type %s; the runtime plans with it)",
+                  kf ? "wrong type of" : "no", kRuntimeFields[r].name, kRuntimeFields[r].name,
+                  kRuntimeFields[r].type);
+  }
+  return 1;
+}
+
+static int check_umd(loader *L, const doc_entry *e, ingot_umd *out) {
+  const char *scope;
+  out->id = e->id;
+  out->name = json_string_value(json_object_get(e->doc, "name"));
+  out->file = e->file;
+  if (!get_string(L, e->file, e->doc, "", "scope", &scope)) return 0;
+  if (strcmp(scope, "graph") && strcmp(scope, "kernel"))
+    return fail(L, INGOT_INVALID_PACK, e->file, "scope", "\"%s\" (allowed: \"graph\", \"kernel\")", scope);
+  out->graph_scope = !strcmp(scope, "graph");
+  out->constraints = get_typed(L, e->file, e->doc, "", "constraints", JSON_ARRAY, "a list of constraints");
+  if (out->constraints == NULL) return 0;
+  size_t i;
+  json_t *c;
+  char path[64], why[1024];
+  json_array_foreach(out->constraints, i, c) {
+    if (!ingot_constraint_check(c, why, sizeof why)) {
+      ingot_format(path, sizeof path, "constraints[%zu]", i);
+      return fail(L, INGOT_INVALID_PACK, e->file, path, "%s", why);
+    }
+  }
+  return 1;
+}
+
+static int check_udd(loader *L, const doc_entry *e, ingot_pack *pack) {
+  const char *symbol, *policy;
+  int64_t kernarg_size;
+  if (!get_string(L, e->file, e->doc, "", "dispatch_symbol", &symbol)) return 0;
+  pack->dispatch = ingot_dispatch_find(symbol);
+  if (pack->dispatch == NULL)
+    return fail(L, INGOT_INVALID_PACK, e->file, "dispatch_symbol",
+                "\"%s\" is neither compiled into libingot nor exported by the program (allowed: "
+                "ingot_attention_decode_dispatch, or a generated ingot_<pack>_dispatch linked into the program)", symbol);
+  json_t *eps = get_string_list(L, e->file, e->doc, "", "entry_points");
+  if (eps == NULL) return 0;
+  if (json_array_size(eps) < 1 || json_array_size(eps) > INGOT_MAX_ENTRY_POINTS)
+    return fail(L, INGOT_INVALID_PACK, e->file, "entry_points", "%zu entries (allowed: 1..%d)",
+                json_array_size(eps), INGOT_MAX_ENTRY_POINTS);
+  pack->num_entry_points = json_array_size(eps);
+  if (!get_int(L, e->file, e->doc, "", "kernarg_size", 1, INGOT_MAX_KERNARG_BYTES, &kernarg_size)) return 0;
+  if ((uint32_t)kernarg_size != pack->dispatch->kernarg_size)
+    return fail(L, INGOT_INVALID_PACK, e->file, "kernarg_size",
+                "%lld (allowed: %u, the kernarg size of dispatch stub %s)", (long long)kernarg_size,
+                pack->dispatch->kernarg_size, symbol);
+  pack->kernarg_size = (uint32_t)kernarg_size;
+  json_t *sig = get_typed(L, e->file, e->doc, "", "signature", JSON_ARRAY, "a list of {name, kind, size, offset}");
+  if (sig == NULL) return 0;
+  if (json_array_size(sig) < 1 || json_array_size(sig) > INGOT_MAX_SIGNATURE_ARGS)
+    return fail(L, INGOT_INVALID_PACK, e->file, "signature", "%zu arguments (allowed: 1..%d)",
+                json_array_size(sig), INGOT_MAX_SIGNATURE_ARGS);
+  size_t i;
+  json_t *a;
+  char path[64];
+  uint32_t end = 0;
+  json_array_foreach(sig, i, a) {
+    ingot_format(path, sizeof path, "signature[%zu]", i);
+    const char *name, *kind;
+    int64_t size, offset;
+    if (!json_is_object(a)) return fail(L, INGOT_INVALID_PACK, e->file, path, "%s (allowed: an object)", json_type_name(a));
+    if (!get_string(L, e->file, a, path, "name", &name) || !get_string(L, e->file, a, path, "kind", &kind) ||
+        !get_int(L, e->file, a, path, "size", 1, kernarg_size, &size) ||
+        !get_int(L, e->file, a, path, "offset", 0, kernarg_size - 1, &offset))
+      return 0;
+    if ((uint32_t)offset < end || offset + size > kernarg_size)
+      return fail(L, INGOT_INVALID_PACK, e->file, path,
+                  "offset %lld size %lld overlaps the previous argument or passes kernarg_size %lld "
+                  "(allowed: ascending, non-overlapping, within kernarg_size)",
+                  (long long)offset, (long long)size, (long long)kernarg_size);
+    end = (uint32_t)(offset + size);
+    ingot_format(pack->sig[i].kind, sizeof pack->sig[i].kind, "%s", kind);
+    pack->sig[i].size = (uint32_t)size;
+    pack->sig[i].offset = (uint32_t)offset;
+  }
+  pack->num_sig = json_array_size(sig);
+  json_t *ws = get_typed(L, e->file, e->doc, "", "workspace", JSON_OBJECT, "an object {policy, ...}");
+  if (ws == NULL || !get_string(L, e->file, ws, "workspace", "policy", &policy)) return 0;
+  if (strcmp(policy, "none") && strcmp(policy, "fixed") && strcmp(policy, "derived"))
+    return fail(L, INGOT_INVALID_PACK, e->file, "workspace.policy", "\"%s\" (allowed: none, fixed, derived)", policy);
+  return 1;
+}
+
+static int check_ued(loader *L, const doc_entry *e, const doc_entry **kmd) {
+  const char *s;
+  if (!get_string(L, e->file, e->doc, "", "sdk_version", &s)) return 0;
+  json_t *gm = get_typed(L, e->file, e->doc, "", "graph_match", JSON_OBJECT, "an object {kind, matchers}");
+  if (gm == NULL || !get_string(L, e->file, gm, "graph_match", "kind", &s)) return 0;
+  if (strcmp(s, "constraints"))
+    return fail(L, INGOT_INVALID_PACK, e->file, "graph_match.kind", "\"%s\" (allowed: \"constraints\")", s);
+  json_t *ms = get_string_list(L, e->file, gm, "graph_match", "matchers");
+  if (ms == NULL) return 0;
+  size_t i;
+  json_t *m;
+  char path[64];
+  json_array_foreach(ms, i, m) {
+    ingot_format(path, sizeof path, "graph_match.matchers[%zu]", i);
+    const doc_entry *u = resolve(L, e->file, path, json_string_value(m), DOC_UMD);
+    if (u == NULL) return 0;
+    if (strcmp(json_string_value(json_object_get(u->doc, "scope")), "graph"))
+      return fail(L, INGOT_INVALID_PACK, e->file, path, "UMD %s has scope \"kernel\" (allowed: scope \"graph\")", u->file);
+  }
+  if (!get_string(L, e->file, e->doc, "", "metadata", &s)) return 0;
+  if ((*kmd = resolve(L, e->file, "metadata", s, DOC_KMD)) == NULL) return 0;
+  json_t *h = json_object_get(e->doc, "heuristic");
+  if (h == NULL || !(json_is_null(h) || json_is_string(h)))
+    return fail(L, INGOT_INVALID_PACK, e->file, "heuristic", "%s (allowed: null or a descriptor id)", json_type_name(h));
+  if (get_string_list(L, e->file, e->doc, "", "knobs") == NULL) return 0;
+  json_t *notes = get_typed(L, e->file, e->doc, "", "behavior_notes", JSON_ARRAY, "a list of strings");
+  if (notes == NULL) return 0;
+  json_array_foreach(notes, i, m) {
+    if (!json_is_string(m)) {
+      ingot_format(path, sizeof path, "behavior_notes[%zu]", i);
+      return fail(L, INGOT_INVALID_PACK, e->file, path, "%s (allowed: a string)", json_type_name(m));
+    }
+  }
+  return 1;
+}
+
+/* knobs name KMD fields; checked once the KMD is known. */
+static int check_knobs(loader *L, const doc_entry *ued) {
+  size_t i;
+  json_t *k;
+  char path[64];
+  json_array_foreach(json_object_get(ued->doc, "knobs"), i, k) {
+    if (kmd_find(L, json_string_value(k)) == NULL) {
+      ingot_format(path, sizeof path, "knobs[%zu]", i);
+      return fail(L, INGOT_INVALID_PACK, ued->file, path, "\"%s\" (allowed: a field of the KMD)", json_string_value(k));
+    }
+  }
+  return 1;
+}
+
+/* ---- kernels ---------------------------------------------------------------- */
+
+static const ingot_umd *find_umd(const ingot_pack *pack, const char *id) {
+  for (size_t i = 0; i < pack->num_umds; ++i)
+    if (!strcmp(pack->umds[i].id, id)) return &pack->umds[i];
+  return NULL;
+}
+
+/* Resolves a list of UMD ids of one scope into pack UMD pointers. */
+static int resolve_matchers(loader *L, ingot_pack *pack, const char *file, json_t *ids,
+                            const char *path, int graph_scope, const ingot_umd ***out, size_t *n) {
+  size_t i;
+  json_t *m;
+  char ipath[512];
+  const ingot_umd **list = realloc((void *)*out, (*n + json_array_size(ids) + 1) * sizeof(*list));
+  if (list == NULL) return fail(L, INGOT_OUT_OF_MEMORY, file, path, "out of memory");
+  *out = list;
+  json_array_foreach(ids, i, m) {
+    ingot_format(ipath, sizeof ipath, "%s[%zu]", path, i);
+    if (resolve(L, file, ipath, json_string_value(m), DOC_UMD) == NULL) return 0;
+    const ingot_umd *u = find_umd(pack, json_string_value(m));
+    if (u->graph_scope != graph_scope)
+      return fail(L, INGOT_INVALID_PACK, file, ipath, "UMD %s (%s) has scope \"%s\" (allowed: scope \"%s\")",
+                  u->file, u->name, u->graph_scope ? "graph" : "kernel", graph_scope ? "graph" : "kernel");
+    int dup = 0;
+    for (size_t j = 0; j < *n; ++j) dup |= list[j] == u;
+    if (!dup) list[(*n)++] = u;
+  }
+  return 1;
+}
+
+static int int_meta(loader *L, const char *file, json_t *md, const char *path, const char *key, int *out) {
+  int64_t v;
+  if (!get_int(L, file, md, path, key, 1, INT32_MAX, &v)) return 0;
+  *out = (int)v;
+  return 1;
+}
+
+/* Metadata against the KMD: only known fields, right types, mandatory ones
+ * present, defaults filled in; then ingot_ad_kernel_meta from it. */
+static int check_metadata(loader *L, const char *file, const char *kpath, json_t *kd, ingot_kernel *k) {
+  char path[512], fpath[600];
+  ingot_format(path, sizeof path, "%s.metadata", kpath);
+  json_t *md = get_typed(L, file, kd, kpath, "metadata", JSON_OBJECT, "an object of KMD fields");
+  if (md == NULL) return 0;
+  const char *key;
+  json_t *v;
+  json_object_foreach(md, key, v) {
+    ingot_format(fpath, sizeof fpath, "%s.%s", path, key);
+    const kmd_field *f = kmd_find(L, key);
+    if (f == NULL) {
+      ingot_strbuf names = {0};
+      for (size_t i = 0; i < L->num_kmd_fields; ++i)
+        ingot_strbuf_appendf(&names, "%s%s", i ? ", " : "", L->kmd_fields[i].name);
+      fail(L, INGOT_INVALID_PACK, file, fpath, "unknown metadata field (allowed: the KMD's fields %s)",
+           ingot_strbuf_str(&names));
+      ingot_strbuf_free(&names);
+      return 0;
+    }
+    if (!kmd_type_ok(f->type, v))
+      return fail(L, INGOT_INVALID_PACK, file, fpath, "%s (allowed: %s, the KMD type)", json_type_name(v), f->type);
+  }
+  k->metadata = json_deep_copy(md);
+  if (k->metadata == NULL) return fail(L, INGOT_OUT_OF_MEMORY, file, path, "out of memory");
+  for (size_t i = 0; i < L->num_kmd_fields; ++i) {
+    const kmd_field *f = &L->kmd_fields[i];
+    if (json_object_get(md, f->name) != NULL) continue;
+    if (f->default_value == NULL)
+      return fail(L, INGOT_INVALID_PACK, file, path, "missing field \"%s\" (allowed: every KMD field without a default)",
+                  f->name);
+    if (json_object_set(k->metadata, f->name, f->default_value) != 0)
+      return fail(L, INGOT_OUT_OF_MEMORY, file, path, "out of memory");
+  }
+  json_t *m = k->metadata;
+  const char *dtype, *layout;
+  if (!get_string(L, file, m, path, "dtype", &dtype)) return 0;
+  if (!strcmp(dtype, "bf16")) k->meta.dtype = INGOT_DTYPE_BF16;
+  else if (!strcmp(dtype, "fp16")) k->meta.dtype = INGOT_DTYPE_FP16;
+  else {
+    ingot_format(fpath, sizeof fpath, "%s.dtype", path);
+    return fail(L, INGOT_INVALID_PACK, file, fpath, "\"%s\" (allowed: bf16, fp16)", dtype);
+  }
+  if (!get_string(L, file, m, path, "kv_layout", &layout)) return 0;
+  if (strcmp(layout, "contiguous") && strcmp(layout, "paged")) {
+    ingot_format(fpath, sizeof fpath, "%s.kv_layout", path);
+    return fail(L, INGOT_INVALID_PACK, file, fpath, "\"%s\" (allowed: contiguous, paged)", layout);
+  }
+  k->meta.paged = !strcmp(layout, "paged");
+  k->meta.lse = json_is_true(json_object_get(m, "lse"));
+  return int_meta(L, file, m, path, "head_dim", &k->meta.head_dim) &&
+         int_meta(L, file, m, path, "group", &k->meta.group) &&
+         int_meta(L, file, m, path, "max_sq", &k->meta.max_sq) &&
+         int_meta(L, file, m, path, "rows", &k->meta.rows) &&
+         int_meta(L, file, m, path, "waves", &k->meta.waves) &&
+         int_meta(L, file, m, path, "tokens_per_wave", &k->meta.tokens_per_wave) &&
+         int_meta(L, file, m, path, "max_splits", &k->meta.max_splits);
+}
+
+/* Relative, inside the folder: no "..", no leading '/', no backslash. */
+static int relative_path_ok(const char *p) {
+  if (p[0] == '/' || strchr(p, '\\') != NULL) return 0;
+  for (const char *s = p; *s;) {
+    const char *e = strchr(s, '/');
+    size_t len = e ? (size_t)(e - s) : strlen(s);
+    if (len == 2 && s[0] == '.' && s[1] == '.') return 0;
+    s += len;
+    if (*s == '/') ++s;
+  }
+  return 1;
+}
+
+static int check_object(loader *L, const char *file, const char *opath, json_t *o, ingot_pack *pack,
+                        ingot_code_object *obj) {
+  const char *rel, *sha;
+  char path[600], full[PATH_MAX], real[PATH_MAX];
+  if (!json_is_object(o)) return fail(L, INGOT_INVALID_PACK, file, opath, "%s (allowed: an object)", json_type_name(o));
+  if (!get_string(L, file, o, opath, "path", &rel)) return 0;
+  ingot_format(path, sizeof path, "%s.path", opath);
+  if (!relative_path_ok(rel))
+    return fail(L, INGOT_INVALID_PACK, file, path,
+                "\"%s\" leaves the pack folder (allowed: a relative path without '..', a leading '/' or '\\')", rel);
+  ingot_format(full, sizeof full, "%s/%s", L->dir, rel);
+  if (realpath(full, real) == NULL)
+    return fail(L, INGOT_INVALID_PACK, file, path, "\"%s\": %s (allowed: an existing file in the pack folder)", rel,
+                strerror(errno));
+  size_t dl = strlen(L->dir);
+  if (strncmp(real, L->dir, dl) != 0 || real[dl] != '/')
+    return fail(L, INGOT_INVALID_PACK, file, path,
+                "\"%s\" resolves to %s, outside the pack folder (allowed: a file inside %s)", rel, real, L->dir);
+  obj->path = strdup(real);
+  if (obj->path == NULL) return fail(L, INGOT_OUT_OF_MEMORY, file, path, "out of memory");
+  if (!get_string(L, file, o, opath, "sha256", &sha)) return 0;
+  ingot_format(path, sizeof path, "%s.sha256", opath);
+  int hex_ok = strlen(sha) == 64;
+  for (const char *s = sha; hex_ok && *s; ++s) hex_ok = isdigit((unsigned char)*s) || (*s >= 'a' && *s <= 'f');
+  if (!hex_ok)
+    return fail(L, INGOT_INVALID_PACK, file, path, "\"%s\" (allowed: 64 lowercase hex digits)", sha);
+  for (int i = 0; i < 32; ++i) {
+    unsigned x;
+    sscanf(sha + 2 * i, "%2x", &x);
+    obj->sha256[i] = (unsigned char)x;
+  }
+  /* signature and kernarg_size against the UDD */
+  int64_t ks;
+  if (!get_int(L, file, o, opath, "kernarg_size", 1, INGOT_MAX_KERNARG_BYTES, &ks)) return 0;
+  if ((uint32_t)ks != pack->kernarg_size) {
+    ingot_format(path, sizeof path, "%s.kernarg_size", opath);
+    return fail(L, INGOT_INVALID_PACK, file, path, "%lld (allowed: %u, the UDD's kernarg_size)", (long long)ks,
+                pack->kernarg_size);
+  }
+  json_t *sig = get_typed(L, file, o, opath, "signature", JSON_ARRAY, "a list of {kind, size, offset}");
+  if (sig == NULL) return 0;
+  ingot_format(path, sizeof path, "%s.signature", opath);
+  if (json_array_size(sig) != pack->num_sig)
+    return fail(L, INGOT_INVALID_PACK, file, path, "%zu arguments (allowed: %zu, as the UDD's signature)",
+                json_array_size(sig), pack->num_sig);
+  size_t i;
+  json_t *a;
+  json_array_foreach(sig, i, a) {
+    char apath[700];
+    ingot_format(apath, sizeof apath, "%s[%zu]", path, i);
+    const char *kind;
+    int64_t size, offset;
+    if (!json_is_object(a)) return fail(L, INGOT_INVALID_PACK, file, apath, "%s (allowed: an object)", json_type_name(a));
+    if (!get_string(L, file, a, apath, "kind", &kind) || !get_int(L, file, a, apath, "size", 0, INT32_MAX, &size) ||
+        !get_int(L, file, a, apath, "offset", 0, INT32_MAX, &offset))
+      return 0;
+    const ingot_sig_arg *u = &pack->sig[i];
+    if (strcmp(kind, u->kind) || (uint32_t)size != u->size || (uint32_t)offset != u->offset)
+      return fail(L, INGOT_INVALID_PACK, file, apath,
+                  "kind %s size %lld offset %lld disagrees with the UDD (allowed: kind %s size %u offset %u)", kind,
+                  (long long)size, (long long)offset, u->kind, u->size, u->offset);
+  }
+  if (get_typed(L, file, o, opath, "resources", JSON_OBJECT, "an object of per-entry-point resources") == NULL)
+    return 0;
+  /* the bytes themselves */
+  unsigned char *bytes;
+  size_t size;
+  char shown[PATH_MAX + 64];
+  ingot_format(shown, sizeof shown, "%s", real);
+  if (!read_file(L, real, shown, INGOT_MAX_CODE_OBJECT_BYTES, &bytes, &size)) return 0;
+  char actual[65];
+  int eq = sha256_hex_equal(bytes, size, sha, actual);
+  free(bytes);
+  ingot_format(path, sizeof path, "%s.sha256", opath);
+  if (eq < 0) return fail(L, INGOT_INTERNAL, file, path, "sha256 could not be computed (libcrypto failed)");
+  if (!eq)
+    return fail(L, INGOT_INVALID_PACK, file, path, "\"%s\" but %s hashes to %s (allowed: the file's sha256)", sha,
+                rel, actual);
+  return 1;
+}
+
+static int check_kernel(loader *L, const doc_entry *kdp, json_t *kd, size_t index, ingot_pack *pack,
+                        ingot_kernel *k) {
+  const char *file = kdp->file;
+  char kpath[64], path[512];
+  ingot_format(kpath, sizeof kpath, "kernelDescriptors[%zu]", index);
+  if (!json_is_object(kd)) return fail(L, INGOT_INVALID_PACK, file, kpath, "%s (allowed: an object)", json_type_name(kd));
+  if (!check_header(L, file, kd, kpath, &k->id, &k->name)) return 0;
+  ingot_format(path, sizeof path, "%s.id", kpath);
+  if (!add_entry(L, kd, file, DOC_KERNEL, k->id, path)) return 0;
+  for (size_t j = 0; j < index; ++j) {
+    if (!strcmp(pack->kernels[j].name, k->name)) {
+      ingot_format(path, sizeof path, "%s.name", kpath);
+      return fail(L, INGOT_INVALID_PACK, file, path, "duplicate kernel name \"%s\" (also kernelDescriptors[%zu])",
+                  k->name, j);
+    }
+  }
+  if (!get_int(L, file, kd, kpath, "priority", INT32_MIN, INT32_MAX, &k->priority)) return 0;
+  json_t *ms = get_string_list(L, file, kd, kpath, "matchers");
+  ingot_format(path, sizeof path, "%s.matchers", kpath);
+  if (ms == NULL || !resolve_matchers(L, pack, file, ms, path, 0, &k->matchers, &k->num_matchers)) return 0;
+  if (!check_metadata(L, file, kpath, kd, k)) return 0;
+  char spath[128];
+  ingot_format(spath, sizeof spath, "%s.kernel_source", kpath);
+  json_t *src = get_typed(L, file, kd, kpath, "kernel_source", JSON_OBJECT, "an object {kind: code_object, ...}");
+  const char *kind;
+  if (src == NULL || !get_string(L, file, src, spath, "kind", &kind)) return 0;
+  if (strcmp(kind, "code_object")) {
+    ingot_format(path, sizeof path, "%s.kind", spath);
+    return fail(L, INGOT_INVALID_PACK, file, path,
+                "\"%s\" (allowed: \"code_object\"; this looks like an authored KDP from generated/, open "
+                "the packaged pack under build/packs/ instead)", kind);
+  }
+  ingot_format(path, sizeof path, "%s.symbols", spath);
+  json_t *syms = get_typed(L, file, src, spath, "symbols", JSON_OBJECT, "an object {entry point: symbol}");
+  if (syms == NULL) return 0;
+  json_t *eps = L->entry_points;
+  for (size_t e = 0; e < pack->num_entry_points; ++e) {
+    const char *ep = json_string_value(json_array_get(eps, e));
+    if (!get_string(L, file, syms, path, ep, &k->symbols[e])) return 0;
+  }
+  ingot_format(path, sizeof path, "%s.objects", spath);
+  json_t *objs = get_typed(L, file, src, spath, "objects", JSON_OBJECT, "an object {arch: code object}");
+  if (objs == NULL) return 0;
+  if (json_object_size(objs) < 1 || json_object_size(objs) > INGOT_MAX_ARCHS)
+    return fail(L, INGOT_INVALID_PACK, file, path, "%zu archs (allowed: 1..%d)", json_object_size(objs), INGOT_MAX_ARCHS);
+  k->objects = calloc(json_object_size(objs), sizeof(*k->objects));
+  if (k->objects == NULL) return fail(L, INGOT_OUT_OF_MEMORY, file, path, "out of memory");
+  const char *arch;
+  json_t *o;
+  json_object_foreach(objs, arch, o) {
+    char opath[600];
+    ingot_format(opath, sizeof opath, "%s.%s", path, arch);
+    int known = 0;
+    for (size_t a = 0; a < pack->num_archs; ++a) known |= !strcmp(pack->archs[a], arch);
+    if (!known) {
+      ingot_strbuf names = {0};
+      for (size_t a = 0; a < pack->num_archs; ++a) ingot_strbuf_appendf(&names, "%s%s", a ? ", " : "", pack->archs[a]);
+      fail(L, INGOT_INVALID_PACK, file, opath, "arch \"%s\" is not in the KDP's arch list (allowed: %s)", arch,
+           ingot_strbuf_str(&names));
+      ingot_strbuf_free(&names);
+      return 0;
+    }
+    ingot_code_object *obj = &k->objects[k->num_objects++];
+    ingot_format(obj->arch, sizeof obj->arch, "%s", arch);
+    if (!check_object(L, file, opath, o, pack, obj)) return 0;
+  }
+  return 1;
+}
+
+static int check_kdp(loader *L, const doc_entry *kdp, ingot_pack *pack, ingot_pack *const *existing,
+                     size_t num_existing) {
+  const char *file = kdp->file, *s;
+  pack->kdp = kdp->doc;
+  pack->id = kdp->id;
+  pack->name = json_string_value(json_object_get(kdp->doc, "name"));
+  for (size_t p = 0; p < num_existing; ++p)
+    if (!strcmp(existing[p]->id, pack->id))
+      return fail(L, INGOT_INVALID_PACK, file, "id", "pack \"%s\" (%s) is already open on this context from %s",
+                  pack->name, pack->id, existing[p]->dir);
+  /* engine -> UED -> KMD */
+  if (!get_string(L, file, kdp->doc, "", "engine", &s)) return 0;
+  const doc_entry *ued = resolve(L, file, "engine", s, DOC_UED), *kmd = NULL;
+  if (ued == NULL || !check_ued(L, ued, &kmd) || !check_kmd(L, kmd) || !check_knobs(L, ued)) return 0;
+  /* dispatch -> UDD */
+  if (!get_string(L, file, kdp->doc, "", "dispatch", &s)) return 0;
+  const doc_entry *udd = resolve(L, file, "dispatch", s, DOC_UDD);
+  if (udd == NULL || !check_udd(L, udd, pack)) return 0;
+  L->entry_points = json_object_get(udd->doc, "entry_points");
+  /* graph matchers: KDP.matchers then the UED's */
+  json_t *ms = get_string_list(L, file, kdp->doc, "", "matchers");
+  if (ms == NULL || !resolve_matchers(L, pack, file, ms, "matchers", 1, &pack->graph_matchers, &pack->num_graph_matchers))
+    return 0;
+  if (!resolve_matchers(L, pack, ued->file, json_object_get(json_object_get(ued->doc, "graph_match"), "matchers"),
+                        "graph_match.matchers", 1, &pack->graph_matchers, &pack->num_graph_matchers))
+    return 0;
+  /* archs */
+  json_t *archs = get_string_list(L, file, kdp->doc, "", "arch");
+  if (archs == NULL) return 0;
+  if (json_array_size(archs) < 1 || json_array_size(archs) > INGOT_MAX_ARCHS)
+    return fail(L, INGOT_INVALID_PACK, file, "arch", "%zu archs (allowed: 1..%d)", json_array_size(archs), INGOT_MAX_ARCHS);
+  size_t i;
+  json_t *a;
+  json_array_foreach(archs, i, a) {
+    if (json_string_length(a) == 0 || json_string_length(a) >= INGOT_ARCH_NAME_BYTES) {
+      char path[32];
+      ingot_format(path, sizeof path, "arch[%zu]", i);
+      return fail(L, INGOT_INVALID_PACK, file, path, "\"%s\" (allowed: 1..%d characters)", json_string_value(a),
+                  INGOT_ARCH_NAME_BYTES - 1);
+    }
+    ingot_format(pack->archs[i], sizeof pack->archs[i], "%s", json_string_value(a));
+  }
+  pack->num_archs = json_array_size(archs);
+  json_t *prov = json_object_get(kdp->doc, "provenance");
+  if (prov != NULL && !json_is_object(prov))
+    return fail(L, INGOT_INVALID_PACK, file, "provenance", "%s (allowed: an object)", json_type_name(prov));
+  /* kernels */
+  json_t *kds = get_typed(L, file, kdp->doc, "", "kernelDescriptors", JSON_ARRAY, "a list of kernel descriptors");
+  if (kds == NULL) return 0;
+  size_t n = json_array_size(kds);
+  if (n > INGOT_MAX_KERNELS_PER_PACK)
+    return fail(L, INGOT_LIMIT_EXCEEDED, file, "kernelDescriptors", "%zu kernels (allowed: at most %d per pack)", n,
+                INGOT_MAX_KERNELS_PER_PACK);
+  if (n == 0) return fail(L, INGOT_INVALID_PACK, file, "kernelDescriptors", "empty (allowed: 1..%d kernels)", INGOT_MAX_KERNELS_PER_PACK);
+  pack->kernels = calloc(n, sizeof(*pack->kernels));
+  if (pack->kernels == NULL) return fail(L, INGOT_OUT_OF_MEMORY, file, "kernelDescriptors", "out of memory");
+  for (i = 0; i < n; ++i) {
+    ingot_kernel *k = &pack->kernels[i];
+    k->pack = pack;
+    pthread_mutex_init(&k->load_lock, NULL);
+    atomic_init(&k->load_state, 0);
+    pack->num_kernels = i + 1;
+    if (!check_kernel(L, kdp, json_array_get(kds, i), i, pack, k)) return 0;
+  }
+  /* kernel ids must not repeat those of packs already open */
+  for (size_t p = 0; p < num_existing; ++p)
+    for (size_t j = 0; j < existing[p]->num_kernels; ++j)
+      for (i = 0; i < n; ++i)
+        if (!strcmp(existing[p]->kernels[j].id, pack->kernels[i].id)) {
+          char path[64];
+          ingot_format(path, sizeof path, "kernelDescriptors[%zu].id", i);
+          return fail(L, INGOT_INVALID_PACK, file, path, "duplicate id \"%s\" (already kernel %s of open pack %s)",
+                      pack->kernels[i].id, existing[p]->kernels[j].name, existing[p]->name);
+        }
+  return 1;
+}
+
+void ingot_pack_free(ingot_pack *pack, const ingot_backend_ops *ops, ingot_backend_device *dev) {
+  if (pack == NULL) return;
+  for (size_t i = 0; i < pack->num_kernels; ++i) {
+    ingot_kernel *k = &pack->kernels[i];
+    if (atomic_load(&k->load_state) == 1 && ops != NULL && k->module != NULL) ops->module_unload(dev, k->module);
+    pthread_mutex_destroy(&k->load_lock);
+    for (size_t o = 0; o < k->num_objects; ++o) free(k->objects[o].path);
+    free(k->objects);
+    free((void *)k->matchers);
+    json_decref(k->metadata);
+  }
+  free(pack->kernels);
+  free((void *)pack->graph_matchers);
+  free(pack->umds);
+  free(pack->dir);
+  free(pack->kdp_file);
+  json_decref(pack->docs);
+  free(pack);
+}
+
+ingot_status ingot_pack_load(const char *pack_dir, ingot_pack *const *existing, size_t num_existing,
+                             ingot_pack **out, ingot_strbuf *err) {
+  *out = NULL;
+  loader L = {0};
+  L.err = err;
+  char real[PATH_MAX];
+  if (realpath(pack_dir, real) == NULL) {
+    ingot_strbuf_appendf(err, "%s: cannot open the pack folder: %s", pack_dir, strerror(errno));
+    return INGOT_IO_ERROR;
+  }
+  struct stat st;
+  if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    ingot_strbuf_appendf(err, "%s: not a folder (allowed: a packaged pack folder, build/packs/<pack>)", pack_dir);
+    return INGOT_IO_ERROR;
+  }
+  ingot_pack *pack = calloc(1, sizeof(*pack));
+  L.docs = json_array();
+  if (pack == NULL || L.docs == NULL || (pack->dir = strdup(real)) == NULL) {
+    free(pack ? pack->dir : NULL);
+    free(pack);
+    json_decref(L.docs);
+    ingot_strbuf_appendf(err, "%s: out of memory", pack_dir);
+    return INGOT_OUT_OF_MEMORY;
+  }
+  pack->docs = L.docs;
+  L.dir = pack->dir;
+  int ok = load_documents(&L);
+  /* every UMD first (kernels and the KDP point at them) */
+  size_t num_umd = 0;
+  for (size_t i = 0; ok && i < L.num_entries; ++i) num_umd += L.entries[i].kind == DOC_UMD;
+  if (ok && (pack->umds = calloc(num_umd + 1, sizeof(*pack->umds))) == NULL)
+    ok = fail(&L, INGOT_OUT_OF_MEMORY, pack_dir, "", "out of memory");
+  for (size_t i = 0; ok && i < L.num_entries; ++i)
+    if (L.entries[i].kind == DOC_UMD) ok = check_umd(&L, &L.entries[i], &pack->umds[pack->num_umds++]);
+  /* every UED, KMD, UDD in the folder is checked, referenced or not */
+  const doc_entry *kdp = NULL;
+  for (size_t i = 0; ok && i < L.num_entries; ++i) {
+    const doc_entry *e = &L.entries[i];
+    const doc_entry *kmd = NULL;
+    ingot_pack scratch;
+    if (e->kind == DOC_KDP) kdp = e;
+    else if (e->kind == DOC_UED) ok = check_ued(&L, e, &kmd);
+    else if (e->kind == DOC_KMD) ok = check_kmd(&L, e);
+    else if (e->kind == DOC_UDD) {
+      memset(&scratch, 0, sizeof scratch);
+      ok = check_udd(&L, e, &scratch);
+    }
+  }
+  if (ok) {
+    pack->kdp_file = strdup(kdp->file);
+    if (pack->kdp_file == NULL) ok = fail(&L, INGOT_OUT_OF_MEMORY, pack_dir, "", "out of memory");
+  }
+  if (ok) ok = check_kdp(&L, kdp, pack, existing, num_existing);
+  free(L.entries);
+  free(L.kmd_fields);
+  if (!ok) {
+    ingot_pack_free(pack, NULL, NULL);
+    return L.status != INGOT_OK ? L.status : INGOT_INTERNAL;
+  }
+  *out = pack;
+  return INGOT_OK;
+}

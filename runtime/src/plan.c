@@ -1,0 +1,292 @@
+#define _XOPEN_SOURCE 700
+/* plan.c: plan creation (match, pick, dispatch stub's plan) and execution
+ * (argument checks, the kernel's module loaded once per context, pack, launch).
+ * A plan never changes after creation; execute only reads it, so several
+ * threads may execute one plan on several streams. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sys/stat.h>
+
+#include <openssl/evp.h>
+
+#include "internal.h"
+
+static const ingot_code_object *object_for(const ingot_kernel *k, const char *arch) {
+  for (size_t i = 0; i < k->num_objects; ++i)
+    if (!strcmp(k->objects[i].arch, arch)) return &k->objects[i];
+  return NULL;
+}
+
+INGOT_API ingot_status ingot_plan_create(ingot_context *ctx, const ingot_attention_graph *graph,
+                                         ingot_plan **out) {
+  if (out != NULL) *out = NULL;
+  if (ctx == NULL) return INGOT_INVALID_ARGUMENT;
+  ingot_context_clear_error(ctx);
+  ingot_strbuf_free(&ctx->decline_report);
+  if (out == NULL || graph == NULL) {
+    ingot_context_set_error(ctx, "ingot_plan_create: %s is NULL", out == NULL ? "out" : "graph");
+    return INGOT_INVALID_ARGUMENT;
+  }
+  char err[512];
+  ingot_status s = ingot_graph_validate(graph, err, sizeof err);
+  if (s != INGOT_OK) {
+    ingot_context_set_error(ctx, "%s", err);
+    return s;
+  }
+  const ingot_kernel *k = ingot_select_kernel(ctx, graph, &ctx->decline_report);
+  if (k == NULL) {
+    ingot_context_set_error(ctx, "no kernel admits the graph; every kernel considered and why:\n%s",
+                            ingot_strbuf_str(&ctx->decline_report));
+    return INGOT_NO_MATCH;
+  }
+  ingot_strbuf_free(&ctx->decline_report);
+  /* A host context without an arch plans for the kernel's first arch. */
+  const char *arch = ctx->arch[0] ? ctx->arch : k->objects[0].arch;
+  ingot_device_caps caps;
+  caps.wave_size = ctx->wave_size > 0 ? ctx->wave_size : ingot_arch_wave_size(arch);
+  caps.compute_units = ctx->compute_units > 0 ? ctx->compute_units : INGOT_HOST_COMPUTE_UNITS;
+  caps.max_lds_bytes = ingot_arch_max_lds(arch);
+  if (caps.wave_size <= 0) {
+    ingot_context_set_error(ctx, "kernel %s: arch \"%s\" has no known wave size (allowed: sm_*, gfx*)",
+                            k->name, arch);
+    return INGOT_INVALID_ARGUMENT;
+  }
+  ingot_plan *plan = calloc(1, sizeof(*plan));
+  if (plan == NULL) {
+    ingot_context_set_error(ctx, "ingot_plan_create: out of memory");
+    return INGOT_OUT_OF_MEMORY;
+  }
+  plan->ctx = ctx;
+  plan->kernel = k;
+  plan->graph = *graph;
+  plan->caps = caps;
+  err[0] = 0;
+  s = k->pack->dispatch->plan(&k->meta, graph, &caps, &plan->dispatch, err, sizeof err);
+  if (s != INGOT_OK) {
+    ingot_context_set_error(ctx, "kernel %s: %s: %s", k->name, k->pack->dispatch->symbol,
+                            err[0] ? err : ingot_status_string(s));
+    free(plan);
+    return s;
+  }
+  const ingot_dispatch_plan *d = &plan->dispatch;
+  int sane = d->num_launches >= 1 && d->num_launches <= INGOT_MAX_LAUNCHES;
+  for (int i = 0; sane && i < d->num_launches; ++i) {
+    const ingot_launch *l = &d->launches[i];
+    sane = l->entry >= 0 && (size_t)l->entry < k->pack->num_entry_points;
+    for (int j = 0; j < 3; ++j) sane = sane && l->grid[j] > 0 && l->block[j] > 0;
+  }
+  if (!sane) {
+    ingot_context_set_error(ctx, "kernel %s: %s returned a plan of %d launches with an entry point "
+                            "outside the UDD's %zu or an empty grid/block", k->name,
+                            k->pack->dispatch->symbol, d->num_launches, k->pack->num_entry_points);
+    free(plan);
+    return INGOT_INTERNAL;
+  }
+  *out = plan;
+  return INGOT_OK;
+}
+
+INGOT_API void ingot_plan_destroy(ingot_plan *plan) { free(plan); }
+
+INGOT_API const char *ingot_plan_kernel_name(const ingot_plan *plan) { return plan ? plan->kernel->name : NULL; }
+INGOT_API size_t ingot_plan_workspace_size(const ingot_plan *plan) {
+  return plan ? (size_t)plan->dispatch.workspace_bytes : 0;
+}
+INGOT_API int ingot_plan_num_splits(const ingot_plan *plan) { return plan ? plan->dispatch.num_splits : 0; }
+INGOT_API int ingot_plan_launch_count(const ingot_plan *plan) { return plan ? plan->dispatch.num_launches : 0; }
+const ingot_dispatch_plan *ingot_plan_dispatch_info(const ingot_plan *plan) {
+  return plan ? &plan->dispatch : NULL;
+}
+
+/* ---- the kernel's module, loaded once per context ---------------------------- */
+
+static ingot_status load_module(const ingot_context *ctx, ingot_kernel *k, char *err, size_t n) {
+  const ingot_code_object *obj = object_for(k, ctx->arch);
+  if (obj == NULL) {
+    ingot_format(err, n, "kernel %s has no code object for arch %s", k->name, ctx->arch);
+    return INGOT_INTERNAL;
+  }
+  FILE *f = fopen(obj->path, "rb");
+  if (f == NULL) {
+    ingot_format(err, n, "kernel %s: cannot open %s", k->name, obj->path);
+    return INGOT_IO_ERROR;
+  }
+  struct stat st;
+  size_t size = 0;
+  unsigned char *image = NULL;
+  if (fstat(fileno(f), &st) == 0 && st.st_size >= 0 && (uint64_t)st.st_size <= INGOT_MAX_CODE_OBJECT_BYTES &&
+      (image = malloc((size_t)st.st_size + 1)) != NULL)
+    size = fread(image, 1, (size_t)st.st_size + 1, f); /* reads one byte more if the file grew */
+  fclose(f);
+  if (image == NULL) {
+    ingot_format(err, n, "kernel %s: cannot read %s (over the %zu-byte limit, or out of memory)", k->name, obj->path, INGOT_MAX_CODE_OBJECT_BYTES);
+    return INGOT_OUT_OF_MEMORY;
+  }
+  /* Hash what goes to the driver: the file may have changed since the pack was opened. */
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (size > INGOT_MAX_CODE_OBJECT_BYTES || EVP_Digest(image, size, md, &len, EVP_sha256(), NULL) != 1 ||
+      len != 32 || memcmp(md, obj->sha256, 32) != 0) {
+    free(image);
+    ingot_format(err, n, "kernel %s: %s changed since the pack was opened (sha256 differs)", k->name, obj->path);
+    return INGOT_INVALID_PACK;
+  }
+  const ingot_backend_ops *ops = ctx->ops;
+  char msg[384] = {0};
+  ingot_status s = ops->module_load(ctx->dev, image, size, &k->module, msg, sizeof msg);
+  free(image);
+  if (s != INGOT_OK) {
+    ingot_format(err, n, "kernel %s: loading %s: %s", k->name, obj->path, msg);
+    k->module = NULL;
+    return s;
+  }
+  const ingot_pack *pack = k->pack;
+  for (size_t e = 0; e < pack->num_entry_points && s == INGOT_OK; ++e) {
+    s = ops->function_get(ctx->dev, k->module, k->symbols[e], &k->functions[e], msg, sizeof msg);
+    if (s != INGOT_OK) {
+      ingot_format(err, n, "kernel %s: symbol %s in %s: %s", k->name, k->symbols[e], obj->path, msg);
+      break;
+    }
+    size_t offsets[INGOT_MAX_SIGNATURE_ARGS], sizes[INGOT_MAX_SIGNATURE_ARGS];
+    int count = 0;
+    s = ops->function_params(ctx->dev, k->functions[e], offsets, sizes, INGOT_MAX_SIGNATURE_ARGS, &count, msg,
+                             sizeof msg);
+    if (s != INGOT_OK) {
+      ingot_format(err, n, "kernel %s: parameters of %s: %s", k->name, k->symbols[e], msg);
+      break;
+    }
+    if (count == 0) continue; /* the driver cannot say */
+    if ((size_t)count != pack->num_sig) {
+      ingot_format(err, n, "kernel %s: %s in %s takes %d parameters, the UDD signature %zu", k->name,
+                   k->symbols[e], obj->path, count, pack->num_sig);
+      s = INGOT_INVALID_PACK;
+      break;
+    }
+    for (int i = 0; i < count; ++i) {
+      if (offsets[i] != pack->sig[i].offset || sizes[i] != pack->sig[i].size) {
+        ingot_format(err, n, "kernel %s: %s parameter %d is at offset %zu size %zu, the UDD says offset %u size %u",
+                     k->name, k->symbols[e], i, offsets[i], sizes[i], pack->sig[i].offset, pack->sig[i].size);
+        s = INGOT_INVALID_PACK;
+        break;
+      }
+    }
+  }
+  if (s != INGOT_OK) {
+    ops->module_unload(ctx->dev, k->module);
+    k->module = NULL;
+  }
+  return s;
+}
+
+static ingot_status ensure_loaded(const ingot_plan *plan, char *err, size_t n) {
+  ingot_kernel *k = (ingot_kernel *)plan->kernel; /* only its load state changes, under its lock */
+  int state = atomic_load_explicit(&k->load_state, memory_order_acquire);
+  if (state == 0) {
+    pthread_mutex_lock(&k->load_lock);
+    state = atomic_load_explicit(&k->load_state, memory_order_relaxed);
+    if (state == 0) {
+      k->load_status = load_module(plan->ctx, k, k->load_error, sizeof k->load_error);
+      state = k->load_status == INGOT_OK ? 1 : 2;
+      atomic_store_explicit(&k->load_state, state, memory_order_release);
+    }
+    pthread_mutex_unlock(&k->load_lock);
+  }
+  if (state == 1) return INGOT_OK;
+  ingot_format(err, n, "%s", k->load_error);
+  return k->load_status;
+}
+
+/* ---- execute --------------------------------------------------------------- */
+
+static ingot_status need(const void *p, const char *name, const char *why, size_t align, char *err, size_t n) {
+  if (p == NULL) {
+    ingot_format(err, n, "ingot_plan_execute: buffers->%s is NULL (required: %s)", name, why);
+    return INGOT_INVALID_ARGUMENT;
+  }
+  if ((uintptr_t)p % align != 0) {
+    ingot_format(err, n, "ingot_plan_execute: buffers->%s = %p is not %zu-byte aligned (required: %zu-byte alignment)",
+                 name, p, align, align);
+    return INGOT_INVALID_ARGUMENT;
+  }
+  return INGOT_OK;
+}
+
+#define TRY(x)                                                                                     \
+  do {                                                                                             \
+    ingot_status s_ = (x);                                                                         \
+    if (s_ != INGOT_OK) return s_;                                                                 \
+  } while (0)
+
+INGOT_API ingot_status ingot_plan_execute_ex(const ingot_plan *plan, void *stream,
+                                             const ingot_attention_buffers *b, void *workspace,
+                                             size_t workspace_size, char *err, size_t n) {
+  ingot_format(err, n, "%s", "");
+  if (plan == NULL || b == NULL) {
+    ingot_format(err, n, "ingot_plan_execute: %s is NULL", plan == NULL ? "plan" : "buffers");
+    return INGOT_INVALID_ARGUMENT;
+  }
+  const ingot_attention_graph *g = &plan->graph;
+  TRY(need(b->q, "q", "the graph's q", 16, err, n));
+  TRY(need(b->k, "k", "the graph's k", 16, err, n));
+  TRY(need(b->v, "v", "the graph's v", 16, err, n));
+  TRY(need(b->o, "o", "the graph's o", 16, err, n));
+  TRY(need(b->seq_lens, "seq_lens", "the valid lengths, in device memory", 4, err, n));
+  if (g->lse.rank != 0) TRY(need(b->lse, "lse", "the graph has an LSE output", 4, err, n));
+  if (g->kv_layout == INGOT_KV_PAGED) TRY(need(b->page_table, "page_table", "the KV layout is paged", 4, err, n));
+  uint64_t required = plan->dispatch.workspace_bytes;
+  if (required > 0 && workspace == NULL) {
+    ingot_format(err, n, "ingot_plan_execute: workspace is NULL (required: %llu bytes, given: 0)",
+                 (unsigned long long)required);
+    return INGOT_INVALID_ARGUMENT;
+  }
+  if (required > 0 && workspace_size < required) {
+    ingot_format(err, n, "ingot_plan_execute: workspace too small (required: %llu bytes, given: %zu bytes)",
+                 (unsigned long long)required, workspace_size);
+    return INGOT_INVALID_ARGUMENT;
+  }
+  if (required > 0 && (uintptr_t)workspace % 16 != 0) {
+    ingot_format(err, n, "ingot_plan_execute: workspace = %p is not 16-byte aligned (required: 16-byte alignment)",
+                 workspace);
+    return INGOT_INVALID_ARGUMENT;
+  }
+  const ingot_context *ctx = plan->ctx;
+  if (ctx->ops == NULL) {
+    ingot_format(err, n, "ingot_plan_execute: a host context (INGOT_BACKEND_NONE) only plans; create the context "
+                 "with INGOT_BACKEND_CUDA or INGOT_BACKEND_HIP to execute");
+    return INGOT_UNAVAILABLE;
+  }
+  TRY(ensure_loaded(plan, err, n));
+  const ingot_kernel *k = plan->kernel;
+  for (int i = 0; i < plan->dispatch.num_launches; ++i) {
+    const ingot_launch *l = &plan->dispatch.launches[i];
+    uint8_t args[INGOT_MAX_KERNARG_BYTES];
+    size_t size = 0;
+    char msg[256] = {0};
+    ingot_status s = k->pack->dispatch->pack(&plan->dispatch, i, b, required > 0 ? workspace : NULL, args,
+                                             sizeof args, &size, msg, sizeof msg);
+    if (s != INGOT_OK) {
+      ingot_format(err, n, "kernel %s: packing launch %d: %s", k->name, i, msg);
+      return s;
+    }
+    if (size != k->pack->kernarg_size) {
+      ingot_format(err, n, "kernel %s: launch %d packed %zu kernarg bytes, the UDD says %u", k->name, i, size,
+                   k->pack->kernarg_size);
+      return INGOT_INTERNAL;
+    }
+    s = ctx->ops->launch(ctx->dev, k->functions[l->entry], l->grid, l->block, l->lds_bytes, stream, args, size,
+                         msg, sizeof msg);
+    if (s != INGOT_OK) {
+      ingot_format(err, n, "kernel %s: launch %d (%s): %s", k->name, i, k->symbols[l->entry], msg);
+      return s;
+    }
+  }
+  return INGOT_OK;
+}
+
+INGOT_API ingot_status ingot_plan_execute(const ingot_plan *plan, void *stream, const ingot_attention_buffers *b,
+                                          void *workspace, size_t workspace_size) {
+  char err[512];
+  return ingot_plan_execute_ex(plan, stream, b, workspace, workspace_size, err, sizeof err);
+}

@@ -1,0 +1,91 @@
+/* util.c: status strings, the version, growable strings, arch facts. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define INGOT_STR2(x) #x
+#define INGOT_STR(x) INGOT_STR2(x)
+
+const char *ingot_status_string(ingot_status s) {
+  switch (s) {
+  case INGOT_OK: return "OK";
+  case INGOT_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+  case INGOT_INVALID_PACK: return "INVALID_PACK";
+  case INGOT_NO_MATCH: return "NO_MATCH";
+  case INGOT_UNAVAILABLE: return "UNAVAILABLE";
+  case INGOT_DEVICE_ERROR: return "DEVICE_ERROR";
+  case INGOT_OUT_OF_MEMORY: return "OUT_OF_MEMORY";
+  case INGOT_IO_ERROR: return "IO_ERROR";
+  case INGOT_LIMIT_EXCEEDED: return "LIMIT_EXCEEDED";
+  case INGOT_INTERNAL: return "INTERNAL";
+  }
+  return "UNKNOWN_STATUS";
+}
+
+const char *ingot_version_string(void) {
+  return INGOT_STR(INGOT_VERSION_MAJOR) "." INGOT_STR(INGOT_VERSION_MINOR) "." INGOT_STR(
+      INGOT_VERSION_PATCH);
+}
+
+void ingot_format(char *buf, size_t size, const char *fmt, ...) {
+  if (buf == NULL || size == 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, size, fmt, ap);
+  va_end(ap);
+}
+
+void ingot_strbuf_vappendf(ingot_strbuf *sb, const char *fmt, va_list ap) {
+  if (sb->failed) return;
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap2);
+  va_end(ap2);
+  if (n < 0) return;
+  size_t need = sb->len + (size_t)n + 1;
+  if (need > sb->cap) {
+    size_t cap = sb->cap ? sb->cap : 128;
+    while (cap < need) cap *= 2;
+    char *p = realloc(sb->data, cap);
+    if (p == NULL) {
+      sb->failed = 1;
+      return;
+    }
+    sb->data = p;
+    sb->cap = cap;
+  }
+  vsnprintf(sb->data + sb->len, sb->cap - sb->len, fmt, ap);
+  sb->len += (size_t)n;
+}
+
+void ingot_strbuf_appendf(ingot_strbuf *sb, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ingot_strbuf_vappendf(sb, fmt, ap);
+  va_end(ap);
+}
+
+void ingot_strbuf_free(ingot_strbuf *sb) {
+  free(sb->data);
+  memset(sb, 0, sizeof(*sb));
+}
+
+const char *ingot_strbuf_str(const ingot_strbuf *sb) { return sb->data ? sb->data : ""; }
+
+int ingot_arch_wave_size(const char *arch) {
+  if (arch == NULL) return 0;
+  if (strncmp(arch, "sm_", 3) == 0) return 32;
+  if (strncmp(arch, "gfx", 3) == 0) return 64;
+  return 0;
+}
+
+/* Static LDS a workgroup may hold (the kernels use static LDS only). */
+size_t ingot_arch_max_lds(const char *arch) {
+  if (arch == NULL) return 0;
+  if (strncmp(arch, "sm_", 3) == 0) return 48u * 1024u;
+  if (strcmp(arch, "gfx950") == 0) return 160u * 1024u;
+  if (strncmp(arch, "gfx", 3) == 0) return 64u * 1024u;
+  return 0;
+}

@@ -1,0 +1,452 @@
+/* ingot-inspect: look at packs and graphs through the runtime.
+ *
+ *   ingot-inspect census PACKDIR...                       every kernel, its archs,
+ *                                                         metadata and resources
+ *   ingot-inspect match GRAPH.json PACKDIR... [--arch A]  chosen kernel and plan,
+ *                                                         or every decline (exit 1)
+ *   ingot-inspect run GRAPH.json PACKDIR... [--seed N]    execute on CUDA device 0
+ *                                                         against the CPU reference
+ * Exit: 0 ok, 1 no match / mismatch, 2 bad input or error, 77 no driver (run).
+ * The CUDA memory calls `run` needs come from a small dlopen of libcuda.so.1
+ * here; they are inspect-only and not part of the backend vtable. */
+#define _XOPEN_SOURCE 700
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "ingot/ingot.h"
+#include "internal.h"
+#ifdef INGOT_HAVE_REFERENCE
+#include "reference.h"
+#endif
+
+#define EXIT_NO_MATCH 1
+#define EXIT_ERROR 2
+#define EXIT_SKIP 77
+#define MAX_GRAPH_BYTES ((size_t)1 << 20)
+
+static int usage(void) {
+  fprintf(stderr,
+          "usage: ingot-inspect census PACKDIR...\n"
+          "       ingot-inspect match GRAPH.json PACKDIR... [--arch ARCH]\n"
+          "       ingot-inspect run GRAPH.json PACKDIR... [--seed N]\n");
+  return EXIT_ERROR;
+}
+
+static int read_graph(const char *path, ingot_attention_graph *g) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    fprintf(stderr, "%s: cannot open\n", path);
+    return 0;
+  }
+  char *text = malloc(MAX_GRAPH_BYTES + 1);
+  size_t n = text ? fread(text, 1, MAX_GRAPH_BYTES + 1, f) : 0;
+  fclose(f);
+  if (text == NULL || n > MAX_GRAPH_BYTES) {
+    fprintf(stderr, "%s: %s (allowed: at most %zu bytes)\n", path, text ? "too large" : "out of memory",
+            MAX_GRAPH_BYTES);
+    free(text);
+    return 0;
+  }
+  char err[512];
+  ingot_status s = ingot_graph_from_json(text, n, g, err, sizeof err);
+  free(text);
+  if (s != INGOT_OK) {
+    fprintf(stderr, "%s: %s\n", path, err);
+    return 0;
+  }
+  return 1;
+}
+
+static int open_packs(ingot_context *ctx, char **dirs, int n) {
+  for (int i = 0; i < n; ++i) {
+    ingot_status s = ingot_context_open_pack(ctx, dirs[i]);
+    if (s != INGOT_OK) {
+      fprintf(stderr, "%s: %s\n%s\n", dirs[i], ingot_status_string(s), ingot_context_last_error(ctx));
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* ---- census ------------------------------------------------------------------- */
+
+static void print_json_line(const char *label, json_t *v) {
+  char *s = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+  printf("%s%s\n", label, s ? s : "?");
+  free(s);
+}
+
+static int cmd_census(int argc, char **argv) {
+  if (argc < 1) return usage();
+  ingot_context *ctx;
+  if (ingot_context_create_host(NULL, &ctx) != INGOT_OK) return EXIT_ERROR;
+  if (!open_packs(ctx, argv, argc)) {
+    ingot_context_destroy(ctx);
+    return EXIT_ERROR;
+  }
+  size_t objects = 0;
+  for (size_t p = 0; p < ctx->num_packs; ++p) {
+    const ingot_pack *pack = ctx->packs[p];
+    printf("pack %s (%s): %zu kernels, archs", pack->name, pack->dir, pack->num_kernels);
+    for (size_t a = 0; a < pack->num_archs; ++a) printf(" %s", pack->archs[a]);
+    printf("\n");
+    json_t *kds = json_object_get(pack->kdp, "kernelDescriptors");
+    for (size_t i = 0; i < pack->num_kernels; ++i) {
+      const ingot_kernel *k = &pack->kernels[i];
+      printf("kernel %s  priority %lld  archs", k->name, (long long)k->priority);
+      for (size_t o = 0; o < k->num_objects; ++o) printf(" %s", k->objects[o].arch);
+      printf("\n");
+      print_json_line("  metadata: ", k->metadata);
+      json_t *objs = json_object_get(json_object_get(json_array_get(kds, i), "kernel_source"), "objects");
+      for (size_t o = 0; o < k->num_objects; ++o) {
+        json_t *res = json_object_get(json_object_get(objs, k->objects[o].arch), "resources");
+        const char *entry;
+        json_t *r;
+        json_object_foreach(res, entry, r) {
+          char label[128];
+          snprintf(label, sizeof label, "  %s %s: ", k->objects[o].arch, entry);
+          print_json_line(label, r);
+        }
+        ++objects;
+      }
+    }
+  }
+  printf("census: %zu packs, %zu kernels, %zu code objects\n", ctx->num_packs, ingot_context_kernel_count(ctx),
+         objects);
+  printf("limits: %d kernels per pack, descriptors <= %zu bytes, code objects <= %zu bytes\n",
+         INGOT_MAX_KERNELS_PER_PACK, INGOT_MAX_DESCRIPTOR_BYTES, INGOT_MAX_CODE_OBJECT_BYTES);
+  printf("all packs verified (schema, references, sha256, signatures)\n");
+  ingot_context_destroy(ctx);
+  return 0;
+}
+
+/* ---- match ---------------------------------------------------------------------- */
+
+static void print_plan(const ingot_plan *plan) {
+  const ingot_dispatch_plan *d = ingot_plan_dispatch_info(plan);
+  const ingot_kernel *k = plan->kernel;
+  printf("kernel: %s\n", ingot_plan_kernel_name(plan));
+  printf("pack: %s\n", k->pack->name);
+  printf("splits: %d\n", ingot_plan_num_splits(plan));
+  printf("workspace: %zu bytes\n", ingot_plan_workspace_size(plan));
+  printf("launches: %d\n", ingot_plan_launch_count(plan));
+  for (int i = 0; i < d->num_launches; ++i) {
+    const ingot_launch *l = &d->launches[i];
+    printf("  %d: %s grid (%u, %u, %u) block (%u, %u, %u) dynamic lds %u\n", i, k->symbols[l->entry],
+           l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2], l->lds_bytes);
+  }
+  printf("device: wave %d, compute units %d\n", plan->caps.wave_size, plan->caps.compute_units);
+}
+
+/* Splits argv into positional arguments and one --name VALUE option. */
+static int take_option(int *argc, char **argv, const char *name, const char **value) {
+  for (int i = 0; i < *argc; ++i) {
+    if (strcmp(argv[i], name) != 0) continue;
+    if (i + 1 >= *argc) return 0;
+    *value = argv[i + 1];
+    for (int j = i; j + 2 < *argc; ++j) argv[j] = argv[j + 2];
+    *argc -= 2;
+    return 1;
+  }
+  return 1;
+}
+
+static int cmd_match(int argc, char **argv) {
+  const char *arch = NULL;
+  if (!take_option(&argc, argv, "--arch", &arch) || argc < 2) return usage();
+  ingot_attention_graph g;
+  if (!read_graph(argv[0], &g)) return EXIT_ERROR;
+  ingot_context *ctx;
+  if (ingot_context_create_host(arch, &ctx) != INGOT_OK) {
+    fprintf(stderr, "--arch %s: not an arch name (allowed: e.g. sm_90, gfx942, gfx950)\n", arch);
+    return EXIT_ERROR;
+  }
+  int rc = EXIT_ERROR;
+  if (open_packs(ctx, argv + 1, argc - 1)) {
+    ingot_plan *plan;
+    ingot_status s = ingot_plan_create(ctx, &g, &plan);
+    if (s == INGOT_OK) {
+      printf("graph: %s\narch: %s\n", argv[0], arch ? arch : "(any)");
+      print_plan(plan);
+      ingot_plan_destroy(plan);
+      rc = 0;
+    } else if (s == INGOT_NO_MATCH) {
+      printf("graph: %s\narch: %s\nno match; declines:\n%s", argv[0], arch ? arch : "(any)",
+             ingot_context_decline_report(ctx));
+      rc = EXIT_NO_MATCH;
+    } else {
+      fprintf(stderr, "%s: %s\n", ingot_status_string(s), ingot_context_last_error(ctx));
+    }
+  }
+  ingot_context_destroy(ctx);
+  return rc;
+}
+
+/* ---- run -------------------------------------------------------------------------- */
+
+#ifdef INGOT_HAVE_REFERENCE
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+typedef struct cuda_mem {
+  void *lib;
+  CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*MemFree)(CUdeviceptr);
+  CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*CtxSynchronize)(void);
+  CUresult (*StreamSynchronize)(void *);
+  CUresult (*DeviceGet)(int *, int);
+  CUresult (*DevicePrimaryCtxRetain)(void **, int);
+  CUresult (*CtxSetCurrent)(void *);
+  CUresult (*DevicePrimaryCtxRelease)(int);
+} cuda_mem;
+
+static int cuda_mem_open(cuda_mem *m) {
+  memset(m, 0, sizeof(*m));
+  m->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (m->lib == NULL) return 0;
+#define LOAD(field, name)                                                                          \
+  do {                                                                                             \
+    *(void **)(&m->field) = dlsym(m->lib, name);                                                   \
+    if (m->field == NULL) {                                                                        \
+      fprintf(stderr, "libcuda.so.1 lacks %s\n", name);                                            \
+      return 0;                                                                                    \
+    }                                                                                              \
+  } while (0)
+  LOAD(MemAlloc, "cuMemAlloc_v2");
+  LOAD(MemFree, "cuMemFree_v2");
+  LOAD(MemcpyHtoD, "cuMemcpyHtoD_v2");
+  LOAD(MemcpyDtoH, "cuMemcpyDtoH_v2");
+  LOAD(CtxSynchronize, "cuCtxSynchronize");
+  LOAD(StreamSynchronize, "cuStreamSynchronize");
+  LOAD(DeviceGet, "cuDeviceGet");
+  LOAD(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+  LOAD(CtxSetCurrent, "cuCtxSetCurrent");
+  LOAD(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+#undef LOAD
+  return 1;
+}
+
+static uint64_t rng_next(uint64_t *s) { /* xorshift64* */
+  *s ^= *s >> 12;
+  *s ^= *s << 25;
+  *s ^= *s >> 27;
+  return *s * 2685821657736338717ULL;
+}
+static float rng_unit(uint64_t *s) { return (float)((rng_next(s) >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f; }
+
+/* Elements a strided tensor spans: 1 + sum (dims-1)*strides. */
+static size_t extent(const ingot_tensor_desc *t) {
+  size_t n = 1;
+  for (int i = 0; i < t->rank; ++i) n += (size_t)(t->dims[i] - 1) * (size_t)t->strides[i];
+  return n;
+}
+
+#define CU(call)                                                                                   \
+  do {                                                                                             \
+    CUresult r_ = (call);                                                                          \
+    if (r_ != 0) {                                                                                 \
+      fprintf(stderr, "run: %s failed with CUDA error %d\n", #call, r_);                           \
+      goto done;                                                                                   \
+    }                                                                                              \
+  } while (0)
+
+static int cmd_run(int argc, char **argv) {
+  const char *seed_arg = NULL;
+  if (!take_option(&argc, argv, "--seed", &seed_arg) || argc < 2) return usage();
+  uint64_t seed = seed_arg ? strtoull(seed_arg, NULL, 0) : (uint64_t)time(NULL);
+  uint64_t rng = seed * 0x9E3779B97F4A7C15ULL + 1;
+  ingot_attention_graph g;
+  if (!read_graph(argv[0], &g)) return EXIT_ERROR;
+  const ingot_dtype dt = g.q.dtype;
+  if ((dt != INGOT_DTYPE_BF16 && dt != INGOT_DTYPE_FP16) || g.k.dtype != dt || g.v.dtype != dt || g.o.dtype != dt) {
+    fprintf(stderr, "%s: run supports bf16 or fp16 q, k, v and o of one dtype\n", argv[0]);
+    return EXIT_ERROR;
+  }
+  char err[512];
+  ingot_context *ctx;
+  ingot_status s = ingot_context_create_ex(INGOT_BACKEND_CUDA, 0, &ctx, err, sizeof err);
+  if (s == INGOT_UNAVAILABLE) {
+    printf("skipped: %s: %s\n", ingot_status_string(s), err);
+    return EXIT_SKIP;
+  }
+  if (s != INGOT_OK) {
+    fprintf(stderr, "run: %s: %s\n", ingot_status_string(s), err);
+    return EXIT_ERROR;
+  }
+  int rc = EXIT_ERROR, have_cuda_ctx = 0;
+  ingot_plan *plan = NULL;
+  cuda_mem cu;
+  enum { Q, K, V, O, LSE, LENS, PAGES, WS, NBUF };
+  CUdeviceptr dev[NBUF] = {0};
+  void *host[NBUF] = {0};
+  size_t bytes[NBUF] = {0};
+  float *ref_o = NULL, *ref_lse = NULL;
+  uint16_t *out_o = NULL;
+  if (!open_packs(ctx, argv + 1, argc - 1)) goto done;
+  if ((s = ingot_plan_create(ctx, &g, &plan)) != INGOT_OK) {
+    fprintf(stderr, "run: %s: %s\n", ingot_status_string(s), ingot_context_last_error(ctx));
+    rc = s == INGOT_NO_MATCH ? EXIT_NO_MATCH : EXIT_ERROR;
+    goto done;
+  }
+  if (!cuda_mem_open(&cu)) {
+    printf("skipped: libcuda.so.1 memory calls unavailable: %s\n", dlerror());
+    rc = EXIT_SKIP;
+    goto done;
+  }
+  int cudev;
+  void *cuctx;
+  CU(cu.DeviceGet(&cudev, 0));
+  CU(cu.DevicePrimaryCtxRetain(&cuctx, cudev));
+  have_cuda_ctx = 1;
+  CU(cu.CtxSetCurrent(cuctx));
+
+  const int64_t B = g.q.dims[0], Hq = g.q.dims[1], Sq = g.q.dims[2], D = g.q.dims[3];
+  const uint16_t nan16 = dt == INGOT_DTYPE_BF16 ? 0x7fc0 : 0x7e00;
+  const ingot_tensor_desc *t16[4] = {&g.q, &g.k, &g.v, &g.o};
+  for (int i = Q; i <= O; ++i) bytes[i] = extent(t16[i]) * 2;
+  bytes[LSE] = g.lse.rank ? extent(&g.lse) * 4 : 0;
+  bytes[LENS] = (size_t)B * 4;
+  bytes[PAGES] = g.kv_layout == INGOT_KV_PAGED ? extent(&g.page_table) * 4 : 0;
+  bytes[WS] = ingot_plan_workspace_size(plan);
+  for (int i = 0; i < NBUF; ++i) {
+    if (bytes[i] == 0) continue;
+    if ((host[i] = malloc(bytes[i])) == NULL) {
+      fprintf(stderr, "run: out of memory (%zu bytes)\n", bytes[i]);
+      goto done;
+    }
+  }
+  /* Everything starts as NaN: what the kernel must not read, or must write. */
+  for (int i = Q; i <= O; ++i)
+    for (size_t e = 0; e < bytes[i] / 2; ++e) ((uint16_t *)host[i])[e] = nan16;
+  if (bytes[LSE]) for (size_t e = 0; e < bytes[LSE] / 4; ++e) ((float *)host[LSE])[e] = NAN;
+  int32_t *lens = host[LENS];
+  for (int64_t b = 0; b < B; ++b) lens[b] = (int32_t)(rng_next(&rng) % (uint64_t)(g.capacity + 1));
+  /* q: every element of the tensor */
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t s2 = 0; s2 < Sq; ++s2)
+        for (int64_t d = 0; d < D; ++d)
+          ((uint16_t *)host[Q])[b * g.q.strides[0] + h * g.q.strides[1] + s2 * g.q.strides[2] + d * g.q.strides[3]] =
+              ingot_ref_from_float(rng_unit(&rng), dt);
+  /* k, v: contiguous: positions below the valid length; paged: every page */
+  for (int i = K; i <= V; ++i) {
+    const ingot_tensor_desc *t = t16[i];
+    for (int64_t a = 0; a < t->dims[0]; ++a)
+      for (int64_t pos = 0; pos < t->dims[1]; ++pos) {
+        if (g.kv_layout == INGOT_KV_CONTIGUOUS && pos >= lens[a]) continue;
+        for (int64_t h = 0; h < t->dims[2]; ++h)
+          for (int64_t d = 0; d < t->dims[3]; ++d)
+            ((uint16_t *)host[i])[a * t->strides[0] + pos * t->strides[1] + h * t->strides[2] + d * t->strides[3]] =
+                ingot_ref_from_float(rng_unit(&rng), dt);
+      }
+  }
+  if (bytes[PAGES]) { /* random pages below the valid length, garbage past it */
+    int32_t *pt = host[PAGES];
+    const int64_t page = g.k.dims[1];
+    for (size_t e = 0; e < bytes[PAGES] / 4; ++e) pt[e] = INT32_MAX;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t p = 0; p < g.page_table.dims[1]; ++p)
+        if (p * page < lens[b])
+          pt[b * g.page_table.strides[0] + p * g.page_table.strides[1]] = (int32_t)(rng_next(&rng) % (uint64_t)g.k.dims[0]);
+  }
+  size_t n_out = (size_t)(B * Hq * Sq * D);
+  ref_o = malloc(n_out * sizeof(float));
+  ref_lse = g.lse.rank ? malloc((size_t)(B * Hq * Sq) * sizeof(float)) : NULL;
+  out_o = malloc(n_out * sizeof(uint16_t));
+  if (ref_o == NULL || out_o == NULL || (g.lse.rank && ref_lse == NULL)) goto done;
+  int rr = ingot_reference_decode(&g, host[Q], host[K], host[V], lens, host[PAGES], ref_o, ref_lse);
+  if (rr != 0) {
+    fprintf(stderr, "run: the CPU reference cannot evaluate this graph (code %d)\n", rr);
+    goto done;
+  }
+  for (int i = 0; i < NBUF; ++i) {
+    if (bytes[i] == 0) continue;
+    CU(cu.MemAlloc(&dev[i], bytes[i]));
+    if (i != WS) CU(cu.MemcpyHtoD(dev[i], host[i], bytes[i]));
+  }
+  ingot_attention_buffers buf = {(const void *)(uintptr_t)dev[Q], (const void *)(uintptr_t)dev[K],
+                                 (const void *)(uintptr_t)dev[V], (void *)(uintptr_t)dev[O],
+                                 (float *)(uintptr_t)dev[LSE], (const int32_t *)(uintptr_t)dev[LENS],
+                                 (const int32_t *)(uintptr_t)dev[PAGES]};
+  s = ingot_plan_execute_ex(plan, NULL, &buf, (void *)(uintptr_t)dev[WS], bytes[WS], err, sizeof err);
+  if (s != INGOT_OK) {
+    fprintf(stderr, "run: execute: %s: %s\n", ingot_status_string(s), err);
+    goto done;
+  }
+  CU(cu.CtxSynchronize());
+  CU(cu.MemcpyDtoH(host[O], dev[O], bytes[O]));
+  if (bytes[LSE]) CU(cu.MemcpyDtoH(host[LSE], dev[LSE], bytes[LSE]));
+  size_t n = 0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t s2 = 0; s2 < Sq; ++s2)
+        for (int64_t d = 0; d < D; ++d)
+          out_o[n++] = ((uint16_t *)host[O])[b * g.o.strides[0] + h * g.o.strides[1] + s2 * g.o.strides[2] +
+                                             d * g.o.strides[3]];
+  double max_err = 0;
+  size_t fails = ingot_reference_compare(out_o, dt, ref_o, n_out, 0.015, 0.015, &max_err);
+  size_t lse_fails = 0;
+  double lse_err = 0;
+  if (g.lse.rank) {
+    for (int64_t b = 0, r = 0; b < B; ++b)
+      for (int64_t h = 0; h < Hq; ++h)
+        for (int64_t s2 = 0; s2 < Sq; ++s2, ++r) {
+          float got = ((float *)host[LSE])[b * g.lse.strides[0] + h * g.lse.strides[1] + s2 * g.lse.strides[2]];
+          float want = ref_lse[r];
+          if (isinf(want) && want < 0) {
+            lse_fails += !(isinf(got) && got < 0);
+            continue;
+          }
+          double e = fabs((double)got - want);
+          if (!(e <= 0.015 + 0.015 * fabs(want))) ++lse_fails; /* NaN fails */
+          if (e > lse_err || isnan(e)) lse_err = e;
+        }
+  }
+  printf("run: graph %s, seed %llu, kernel %s, splits %d, lengths", argv[0], (unsigned long long)seed,
+         ingot_plan_kernel_name(plan), ingot_plan_num_splits(plan));
+  for (int64_t b = 0; b < B && b < 8; ++b) printf(" %d", lens[b]);
+  printf("%s\n", B > 8 ? " ..." : "");
+  printf("O: max |err| = %.6g, %zu of %zu outside 0.015 + 0.015*|ref|\n", max_err, fails, n_out);
+  if (g.lse.rank) printf("LSE: max |err| = %.6g, %zu failures\n", lse_err, lse_fails);
+  rc = fails == 0 && lse_fails == 0 ? 0 : EXIT_NO_MATCH;
+  printf("%s\n", rc == 0 ? "PASS" : "FAIL");
+done:
+  for (int i = 0; i < NBUF; ++i) {
+    if (dev[i]) cu.MemFree(dev[i]);
+    free(host[i]);
+  }
+  if (have_cuda_ctx) cu.DevicePrimaryCtxRelease(0);
+  free(ref_o);
+  free(ref_lse);
+  free(out_o);
+  ingot_plan_destroy(plan);
+  ingot_context_destroy(ctx);
+  return rc;
+}
+#else
+static int cmd_run(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  fprintf(stderr, "run: this ingot-inspect was built without the CPU reference (tests/common)\n");
+  return EXIT_ERROR;
+}
+#endif
+
+int main(int argc, char **argv) {
+  if (argc < 2) return usage();
+  if (!strcmp(argv[1], "census")) return cmd_census(argc - 2, argv + 2);
+  if (!strcmp(argv[1], "match")) return cmd_match(argc - 2, argv + 2);
+  if (!strcmp(argv[1], "run")) return cmd_run(argc - 2, argv + 2);
+  if (!strcmp(argv[1], "--version")) {
+    printf("ingot-inspect %s\n", ingot_version_string());
+    return 0;
+  }
+  return usage();
+}

@@ -1,0 +1,210 @@
+/* test_matcher.c: the test pack (tests/data/test_seed.yaml) admits the seed
+ * graph with either mask, and declines every graph that changes one field of
+ * it, naming the constraint. Accept cases first: a matcher stuck on "no" would
+ * pass every decline test. usage: test_matcher PACKDIR */
+#include "test_util.h"
+
+static const char *g_pack;
+
+static ingot_context *open_ctx(const char *arch) {
+  ingot_context *ctx = NULL;
+  CHECK_STATUS(ingot_context_create_host(arch, &ctx), INGOT_OK);
+  if (ctx == NULL) exit(1);
+  ingot_status s = ingot_context_open_pack(ctx, g_pack);
+  if (s != INGOT_OK) {
+    fprintf(stderr, "cannot open the test pack %s: %s\n%s\n", g_pack, ingot_status_string(s),
+            ingot_context_last_error(ctx));
+    exit(1);
+  }
+  CHECK(ingot_context_kernel_count(ctx) == 1);
+  return ctx;
+}
+
+/* Pads the strides of a 4-d tensor by random multiples of 8 elements: still
+ * "dense_d", so still admitted. */
+static void pad_strides(ingot_tensor_desc *t) {
+  int64_t s = 1;
+  for (int i = t->rank - 1; i >= 0; --i) {
+    t->strides[i] = s;
+    s = s * t->dims[i] + (i > 0 ? 8 * rnd_range(0, 3) : 0);
+  }
+}
+
+static void test_accept(void) {
+  for (int round = 0; round < 8; ++round) {
+    const char *arch = (round % 3 == 0) ? NULL : (round % 3 == 1 ? "gfx942" : "gfx950");
+    ingot_context *ctx = open_ctx(arch);
+    const ingot_mask mask = round % 2 ? INGOT_MASK_CAUSAL : INGOT_MASK_NONE;
+    const int64_t capacity = round == 0 ? 64 : round == 1 ? 65536 : rnd_range(64, 65536);
+    ingot_attention_graph g = seed_graph(capacity, mask);
+    if (round >= 4) {
+      pad_strides(&g.q);
+      pad_strides(&g.k);
+      pad_strides(&g.v);
+      pad_strides(&g.o);
+    }
+    ingot_plan *plan = (ingot_plan *)&g; /* must be overwritten */
+    ingot_status s = ingot_plan_create(ctx, &g, &plan);
+    CHECK_STATUS(s, INGOT_OK);
+    if (s != INGOT_OK) {
+      fprintf(stderr, "accept round %d (capacity %lld, mask %d): %s\n", round, (long long)capacity, (int)mask,
+              ingot_context_last_error(ctx));
+      ingot_context_destroy(ctx);
+      continue;
+    }
+    CHECK(plan != NULL);
+    CHECK(!strcmp(ingot_plan_kernel_name(plan), "test_seed_bf16_d128_g4_sq1_contig_w4t16"));
+    CHECK(!strcmp(ingot_context_last_error(ctx), ""));
+    CHECK(!strcmp(ingot_context_decline_report(ctx), ""));
+    /* docs/INTERNALS.md 5: one launch without splits, split + merge with them; the
+     * workspace holds round_up(rows_total*num_splits, 4) + rows_total*num_splits*D
+     * floats per (b, hkv); here B = 1, Hkv = 2, rows_total = 4, D = 128. */
+    const int splits = ingot_plan_num_splits(plan);
+    CHECK(splits >= 1 && splits <= 256);
+    CHECK(ingot_plan_launch_count(plan) == (splits > 1 ? 2 : 1));
+    const size_t rs = 4 * (size_t)splits, want_ws = splits > 1 ? 1 * 2 * (((rs + 3) / 4 * 4) + rs * 128) * 4 : 0;
+    CHECK(ingot_plan_workspace_size(plan) == want_ws);
+    if (capacity == 65536) CHECK(splits > 1); /* 132 compute units and 64K tokens: split-KV */
+    if (capacity == 64) CHECK(splits == 1);
+    ingot_plan_destroy(plan);
+    ingot_context_destroy(ctx);
+  }
+}
+
+/* Plans g, expects INGOT_NO_MATCH with `reason` in the report and last error. */
+static void expect_decline(ingot_context *ctx, const ingot_attention_graph *g, const char *what,
+                           const char *reason) {
+  ingot_plan *plan = (ingot_plan *)g;
+  ingot_status s = ingot_plan_create(ctx, g, &plan);
+  if (s != INGOT_NO_MATCH) fprintf(stderr, "decline case '%s'\n", what);
+  CHECK_STATUS(s, INGOT_NO_MATCH);
+  CHECK(plan == NULL);
+  if (s == INGOT_OK) ingot_plan_destroy(plan);
+  CHECK_HAS(ingot_context_decline_report(ctx), reason);
+  CHECK_HAS(ingot_context_last_error(ctx), reason);
+}
+
+static void set_dtype(ingot_attention_graph *g, ingot_dtype dt) {
+  g->q.dtype = g->k.dtype = g->v.dtype = g->o.dtype = dt;
+}
+
+static void set_dim(ingot_tensor_desc *t, int i, int64_t d) {
+  const int64_t dims[4] = {t->dims[0], t->dims[1], t->dims[2], t->dims[3]};
+  int64_t nd[4];
+  memcpy(nd, dims, sizeof nd);
+  nd[i] = d;
+  set_tensor(t, t->dtype, t->rank, nd);
+}
+
+static void test_declines(void) {
+  ingot_context *ctx = open_ctx(NULL);
+  const char *K = "test_seed_bf16_d128_g4_sq1_contig_w4t16: ";
+  char want[256];
+  for (int mi = 0; mi < 2; ++mi) {
+    const ingot_mask mask = mi ? INGOT_MASK_CAUSAL : INGOT_MASK_NONE;
+    const int64_t cap = rnd_range(64, 65536);
+    ingot_attention_graph g;
+
+    g = seed_graph(cap, mask);
+    set_dtype(&g, INGOT_DTYPE_FP16);
+    snprintf(want, sizeof want, "%sdtype = \"fp16\", allowed eq \"bf16\"", K);
+    expect_decline(ctx, &g, "dtype fp16", want);
+
+    g = seed_graph(cap, mask);
+    set_dim(&g.q, 1, 16);
+    set_dim(&g.o, 1, 16);
+    snprintf(want, sizeof want, "%sheads = [16,2], allowed in [[8,2]]", K);
+    expect_decline(ctx, &g, "Hq 16", want);
+
+    g = seed_graph(cap, mask);
+    set_dim(&g.k, 2, 4);
+    set_dim(&g.v, 2, 4);
+    snprintf(want, sizeof want, "%sheads = [8,4], allowed in [[8,2]]", K);
+    expect_decline(ctx, &g, "Hkv 4", want);
+
+    g = seed_graph(cap, mask);
+    set_dim(&g.q, 3, 64);
+    set_dim(&g.o, 3, 64);
+    set_dim(&g.k, 3, 64);
+    set_dim(&g.v, 3, 64);
+    snprintf(want, sizeof want, "%shead_dim = 64, allowed eq 128", K);
+    expect_decline(ctx, &g, "D 64", want);
+
+    g = seed_graph(cap, mask);
+    set_dim(&g.q, 2, 2);
+    set_dim(&g.o, 2, 2);
+    snprintf(want, sizeof want, "%sseq_q = 2, allowed range [1, 1]", K);
+    expect_decline(ctx, &g, "Sq 2", want);
+
+    const int64_t bad_caps[2] = {63, 65537};
+    for (int c = 0; c < 2; ++c) {
+      g = seed_graph(cap, mask);
+      set_capacity(&g, bad_caps[c]);
+      snprintf(want, sizeof want, "%scapacity = %lld, allowed range [64, 65536]", K, (long long)bad_caps[c]);
+      expect_decline(ctx, &g, "capacity", want);
+    }
+
+    /* KV strides that break 16-byte loads: a last-dim stride other than 1, or
+     * another stride that is no multiple of 8 elements (a graph-scope decline). */
+    g = seed_graph(cap, mask);
+    ingot_tensor_desc *t = rnd() % 2 ? &g.k : &g.v;
+    const char *name = t == &g.k ? "k" : "v";
+    if (rnd() % 2) {
+      t->strides[3] = 2;
+      t->strides[2] = 2 * 128;
+      t->strides[1] = 2 * 128 * 2;
+      t->strides[0] = 2 * 128 * 2 * cap;
+    } else {
+      t->strides[rnd_range(0, 2)] += rnd_range(1, 7);
+    }
+    snprintf(want, sizeof want, "pack test_seed (all 1 kernels, graph-scope): %s.layout = \"strided\", allowed eq \"dense_d\"",
+             name);
+    expect_decline(ctx, &g, "strided KV", want);
+
+    g = seed_graph(cap, INGOT_MASK_CAUSAL);
+    g.mask_align = INGOT_ALIGN_TOP_LEFT;
+    expect_decline(ctx, &g, "top-left causal", "graph-scope): mask_align = \"top_left\", allowed eq \"bottom_right\"");
+
+    g = seed_graph(cap, mask);
+    const int64_t lse_dims[3] = {1, 8, 1};
+    set_tensor(&g.lse, INGOT_DTYPE_FP32, 3, lse_dims);
+    snprintf(want, sizeof want, "%slse = true, allowed in [false]", K);
+    expect_decline(ctx, &g, "LSE asked", want);
+
+    g = seed_graph(cap, mask);
+    g.seq_lens.dtype = INGOT_DTYPE_INT64;
+    expect_decline(ctx, &g, "int64 lengths", "graph-scope): seq_lens.dtype = \"int64\", allowed eq \"int32\"");
+
+    g = seed_graph(cap, mask);
+    g.seq_lens.memory = INGOT_MEMORY_HOST;
+    expect_decline(ctx, &g, "host lengths", "graph-scope): seq_lens.memory = \"host\", allowed eq \"device\"");
+
+    /* After declines, the seed graph still plans and the report is cleared. */
+    g = seed_graph(cap, mask);
+    ingot_plan *plan = NULL;
+    CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_OK);
+    CHECK(!strcmp(ingot_context_decline_report(ctx), ""));
+    ingot_plan_destroy(plan);
+  }
+  ingot_context_destroy(ctx);
+
+  /* Wrong arch: the seed graph on a host context for gfx1100. */
+  ingot_context *other = open_ctx("gfx1100");
+  ingot_attention_graph g = seed_graph(rnd_range(64, 65536), rnd() % 2 ? INGOT_MASK_CAUSAL : INGOT_MASK_NONE);
+  snprintf(want, sizeof want, "%sarch = \"gfx1100\", allowed in [\"gfx942\",\"gfx950\"", K);
+  expect_decline(other, &g, "arch gfx1100", want);
+  ingot_context_destroy(other);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: test_matcher PACKDIR\n");
+    return 2;
+  }
+  g_pack = argv[1];
+  test_seed_rng();
+  test_accept();
+  if (g_failures) return test_finish("test_matcher (accept cases failed; declines not run)");
+  test_declines();
+  return test_finish("test_matcher");
+}
