@@ -1,0 +1,239 @@
+"""Decode attention on the H200: ingot (through libingot's plan/execute, via
+ctypes) side by side with PyTorch SDPA (cuDNN and flash backends), as
+fractions of the measured copy bandwidth.
+
+    python3 bench/decode.py --lib build/lib/libingot.so --pack build/packs/attention_decode --out DIR
+
+Every point: fresh random inputs, the output checked against a float64
+reference before it is timed, several buffer sets rotated so the KV cache is
+not served from L2, warm-up, the median of many runs; per-call time (CUDA
+events around each call) and graph-replay time (many calls captured in one CUDA
+graph). The floor is the same plan with every valid length 0: its launches
+doing no work. Writes decode.csv, decode.md and decode.png under DIR.
+"""
+
+import argparse
+import csv
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime", "python"))
+from ingot_runtime import Runtime  # noqa: E402
+
+L2_BYTES = 60 << 20
+ATOL = RTOL = 0.015
+
+
+def copy_ceiling(gib=4, reps=20):
+    n = (gib << 30) // 2
+    src = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    ts = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        dst.copy_(src)
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b) * 1e-3)
+    del src, dst
+    torch.cuda.empty_cache()
+    return 2 * n * 2 / float(np.median(ts))
+
+
+def time_per_call(fn, nbuf, reps):
+    ts = []
+    for r in range(reps):
+        i = r % nbuf
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn(i)
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b) * 1e3)
+    return float(np.median(ts))
+
+
+def time_graph(fn, nbuf, reps):
+    g = torch.cuda.CUDAGraph()
+    st = torch.cuda.Stream()
+    st.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(st):
+        with torch.cuda.graph(g, stream=st):
+            for i in range(nbuf):
+                fn(i)
+    torch.cuda.synchronize()
+    g.replay()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b) * 1e3 / nbuf)
+    return float(np.median(ts))
+
+
+def reference(q, k, v, lens):
+    """float64 O for token-major k, v [B, cap, Hkv, D]; unmasked."""
+    B, Hq, Sq, D = q.shape
+    out = torch.empty(B, Hq, Sq, D, dtype=torch.float64, device=q.device)
+    for b in range(B):
+        L = int(lens[b])
+        g = Hq // k.shape[2]
+        kk = k[b, :L].double().repeat_interleave(g, dim=1).transpose(0, 1)
+        vv = v[b, :L].double().repeat_interleave(g, dim=1).transpose(0, 1)
+        s = torch.einsum("hsd,hld->hsl", q[b].double(), kk) / math.sqrt(D)
+        out[b] = torch.einsum("hsl,hld->hsd", torch.softmax(s, dim=-1), vv)
+    return out
+
+
+def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling):
+    dt = torch.bfloat16
+    kv_bytes = 2 * B * L * Hkv * D * 2
+    nbuf = int(max(2, min(32, math.ceil(4 * L2_BYTES / kv_bytes))))
+    gen = torch.Generator(device="cuda").manual_seed(L * 131 + B)
+    qs = [torch.randn(B, Hq, 1, D, device="cuda", dtype=dt, generator=gen) for _ in range(nbuf)]
+    ks = [torch.randn(B, L, Hkv, D, device="cuda", dtype=dt, generator=gen) for _ in range(nbuf)]
+    vs = [torch.randn(B, L, Hkv, D, device="cuda", dtype=dt, generator=gen) for _ in range(nbuf)]
+    o = torch.empty(B, Hq, 1, D, device="cuda", dtype=dt)
+    lens = torch.full((B,), L, device="cuda", dtype=torch.int32)
+    zero_lens = torch.zeros(B, device="cuda", dtype=torch.int32)
+    plan = ctx.plan(qs[0], ks[0], vs[0], o, lens, capacity=L)
+    ws = torch.empty(max(plan.workspace_size // 4, 1), device="cuda", dtype=torch.float32)
+    bufs = [plan.buffers(qs[i], ks[i], vs[i], o, lens) for i in range(nbuf)]
+    floor_bufs = [plan.buffers(qs[i], ks[i], vs[i], o, zero_lens) for i in range(nbuf)]
+    stream = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
+
+    # Check before timing: poisoned output, fresh inputs, float64 reference.
+    o.fill_(float("nan"))
+    plan.execute(bufs[0], ws, stream())
+    torch.cuda.synchronize()
+    ref = reference(qs[0], ks[0], vs[0], lens.cpu())
+    err = (o.double() - ref).abs()
+    ok = bool((err <= ATOL + RTOL * ref.abs()).all()) and not bool(torch.isnan(o).any())
+    if not ok:
+        raise SystemExit(f"ingot output wrong at B={B} L={L}: max error {err.max().item():.4g}")
+    max_err = err.max().item()
+    del ref, err
+
+    res = {"B": B, "Hq": Hq, "Hkv": Hkv, "L": L, "kernel": plan.kernel, "splits": plan.num_splits,
+           "launches": plan.launches, "max_err": max_err, "kv_bytes": kv_bytes}
+    run = lambda i: plan.execute(bufs[i], ws, stream())  # noqa: E731
+    run_floor = lambda i: plan.execute(floor_bufs[i], ws, stream())  # noqa: E731
+    for i in range(nbuf):
+        run(i)
+    res["ingot_call"] = time_per_call(run, nbuf, reps)
+    res["ingot_graph"] = time_graph(run, nbuf, reps)
+    res["floor_graph"] = time_graph(run_floor, nbuf, reps)
+
+    # Peers on their preferred layout [B, H, L, D], the same values.
+    kp = [k.transpose(1, 2).contiguous() for k in ks]
+    vp = [v.transpose(1, 2).contiguous() for v in vs]
+    del ks, vs
+    for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
+        def peer(i, backend=backend):
+            with sdpa_kernel(backend):
+                return torch.nn.functional.scaled_dot_product_attention(qs[i], kp[i], vp[i], enable_gqa=True)
+        try:
+            out = peer(0)
+            torch.cuda.synchronize()
+            perr = (out.double() - o.double()).abs().max().item()  # ingot was checked above
+            res[f"{name}_call"] = time_per_call(peer, nbuf, reps)
+            res[f"{name}_graph"] = time_graph(peer, nbuf, reps)
+            res[f"{name}_vs_ingot"] = perr
+        except Exception as e:  # a backend that cannot run this shape
+            print(f"  {name} B={B} L={L}: {type(e).__name__}: {str(e)[:160]}", flush=True)
+            res[f"{name}_call"] = res[f"{name}_graph"] = float("nan")
+    for key in ("ingot", "cudnn", "flash"):
+        t = res[f"{key}_graph"]
+        res[f"{key}_bw"] = kv_bytes / (t * 1e-6) / ceiling if t == t else float("nan")
+    peers = [res[f"{p}_graph"] for p in ("cudnn", "flash") if res[f"{p}_graph"] == res[f"{p}_graph"]]
+    res["best_peer"] = min(peers) if peers else float("nan")
+    res["speedup"] = res["best_peer"] / res["ingot_graph"]
+    del qs, kp, vp
+    torch.cuda.empty_cache()
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", default="build/lib/libingot.so")
+    ap.add_argument("--pack", default="build/packs/attention_decode")
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--quick", action="store_true", help="fewer points")
+    a = ap.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    rt = Runtime(a.lib)
+    ctx = rt.context("cuda")
+    ctx.open_pack(a.pack)
+    ceiling = copy_ceiling()
+    print(f"copy ceiling (read+write): {ceiling / 1e9:.0f} GB/s; device arch {ctx.arch}", flush=True)
+
+    points = [(1, 8, 2, L) for L in (1024, 4096, 16384, 65536, 262144, 1048576)]
+    points += [(16, 32, 8, 8192), (64, 32, 8, 8192)]
+    if a.quick:
+        points = [(1, 8, 2, 4096), (1, 8, 2, 65536)]
+    rows = []
+    hdr = (f"{'B':>3} {'Hq/Hkv':>6} {'L':>8} {'splits':>6} | {'ingot':>8} {'%ceil':>6} {'call':>7} {'floor':>6} |"
+           f" {'cuDNN':>8} {'%ceil':>6} | {'flash':>8} {'%ceil':>6} | {'vs best':>7}")
+    print(hdr, flush=True)
+    for B, Hq, Hkv, L in points:
+        r = bench_point(ctx, B, Hq, Hkv, L, 128, a.reps, ceiling)
+        rows.append(r)
+        print(f"{B:>3} {Hq:>3}/{Hkv:<2} {L:>8} {r['splits']:>6} | {r['ingot_graph']:>6.2f}us {r['ingot_bw']*100:>5.1f}%"
+              f" {r['ingot_call']:>5.1f}us {r['floor_graph']:>4.1f}us | {r['cudnn_graph']:>6.2f}us"
+              f" {r['cudnn_bw']*100:>5.1f}% | {r['flash_graph']:>6.2f}us {r['flash_bw']*100:>5.1f}% |"
+              f" {r['speedup']:>6.2f}x", flush=True)
+
+    os.makedirs(a.out, exist_ok=True)
+    keys = list(rows[0].keys())
+    with open(os.path.join(a.out, "decode.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+    with open(os.path.join(a.out, "decode.md"), "w") as f:
+        f.write(f"copy ceiling {ceiling / 1e9:.0f} GB/s (read + write), GPU time by CUDA-graph replay; "
+                "per call = CUDA events around each call; floor = the same plan with valid length 0\n\n")
+        f.write("| B | Hq/Hkv | L | splits | ingot | % ceiling | per call | floor | cuDNN | % | flash | % | best peer / ingot |\n")
+        f.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+        for r in rows:
+            f.write(f"| {r['B']} | {r['Hq']}/{r['Hkv']} | {r['L']} | {r['splits']} | {r['ingot_graph']:.2f} us | "
+                    f"{r['ingot_bw']*100:.1f}% | {r['ingot_call']:.1f} us | {r['floor_graph']:.2f} us | "
+                    f"{r['cudnn_graph']:.2f} us | {r['cudnn_bw']*100:.1f}% | {r['flash_graph']:.2f} us | "
+                    f"{r['flash_bw']*100:.1f}% | {r['speedup']:.2f}x |\n")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        seed = [r for r in rows if r["B"] == 1]
+        if seed:
+            xs = [r["L"] for r in seed]
+            plt.figure(figsize=(7, 4.5))
+            for key, label in (("ingot", "ingot"), ("cudnn", "SDPA cuDNN"), ("flash", "SDPA flash")):
+                plt.plot(xs, [r[f"{key}_bw"] * 100 for r in seed], marker="o", label=label)
+            plt.xscale("log", base=2)
+            plt.xlabel("L (tokens; capacity = L)")
+            plt.ylabel("% of copy bandwidth")
+            plt.title("bf16 decode, B=1, Hq=8, Hkv=2, D=128, H200 (graph replay)")
+            plt.grid(True, alpha=0.3)
+            plt.legend()
+            plt.tight_layout()
+            plt.savefig(os.path.join(a.out, "decode.png"), dpi=120)
+    except ImportError:
+        print("matplotlib missing: no plot", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,261 @@
+"""Expansion: variants x axes (minus exclude) -> a sorted tuple of frozen
+instances, with knob overrides, derived rows and seq_q, and the rules that
+reject duplicate and shadowed instances (each with its accept case first)."""
+
+import json
+import os
+import tempfile
+import unittest
+import uuid
+
+from gen_support import MAIN_CONFIG, MINIMAL_CONFIG, SEED_CONFIG, run_cli
+
+from ingot.cli import EXIT_OK, load_pack
+from ingot.config import validate_and_expand
+from ingot.errors import ConfigErrors
+from ingot.load import load_text
+
+NAMESPACE = uuid.UUID("6f1d9a52-6c1e-5b7a-9a3e-1c0d2b7e4a10")
+
+with open(MINIMAL_CONFIG, encoding="utf-8") as _f:
+    MINIMAL = _f.read()
+
+# One variant; the tests append to it or replace lines of it. Its archs are all
+# three so that every tile rule is checked against 64- and 32-lane waves.
+HEAD = MINIMAL[MINIMAL.index("pack:"):MINIMAL.index("variants:")].replace(
+    "archs: [gfx942, sm_90]", "archs: [gfx942, gfx950, sm_90]") + "variants:\n"
+
+
+def variant(name, dtype="[bf16]", head_dim="[128]", group="[4]", kv_layout="[contiguous]", extra_axes="",
+            heads="[[8, 2]]", capacity="[64, 65536]", extra_admit="", extra=""):
+    return (f"  - name: {name}\n{extra}"
+            f"    axes:\n      dtype: {dtype}\n      head_dim: {head_dim}\n      group: {group}\n"
+            f"      kv_layout: {kv_layout}\n{extra_axes}"
+            f"    admit:\n      heads: {heads}\n      batch: [1, 1]\n      capacity: {capacity}\n"
+            f"      masks: [none, causal]\n{extra_admit}")
+
+
+def expand(*variants):
+    return validate_and_expand(load_text(HEAD + "".join(variants), "t.yaml"), "0" * 64)
+
+
+def expand_errors(*variants):
+    try:
+        expand(*variants)
+    except ConfigErrors as e:
+        return [str(x) for x in e.errors]
+    raise AssertionError("expected ConfigErrors")
+
+
+def variant_line(variants, i):
+    """The line of `- name:` of variants[i] in the text expand() builds."""
+    return HEAD.count("\n") + 1 + sum(v.count("\n") for v in variants[:i])
+
+
+def kernel_id(name):
+    return str(uuid.uuid5(NAMESPACE, f"minimal/kernel/{name}"))
+
+
+class RealConfigTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pack = load_pack(MAIN_CONFIG)
+        cls.by_name = {i.name: i for i in cls.pack.instances}
+
+    def test_instance_count_per_variant(self):
+        counts = {}
+        for inst in self.pack.instances:
+            counts[inst.variant] = counts.get(inst.variant, 0) + 1
+        # decode: 2 dtypes x 2 head dims x 2 groups x 2 layouts; the others likewise.
+        self.assertEqual(counts, {"decode": 16, "decode_d256": 8, "decode_g8": 4, "decode_g8_d64": 4,
+                                  "decode_g8_d256": 4, "speculative": 12})
+        self.assertEqual(len(self.pack.instances), 48)
+        self.assertEqual(self.pack.archs, ("gfx942", "gfx950", "sm_90"))
+
+    def test_instances_are_sorted_and_named_after_their_shape(self):
+        names = [i.name for i in self.pack.instances]
+        self.assertEqual(names, sorted(names))
+        self.assertEqual(len(set(names)), len(names))
+        self.assertEqual(names[0], "attention_decode_bf16_d128_g1_sq1_contig_w4t16")
+        self.assertEqual(names[-1], "attention_decode_fp16_d64_g8_sq1_paged_w4t8")
+        for inst in self.pack.instances:
+            layout = {"contiguous": "contig", "paged": "paged"}[inst.kv_layout]
+            self.assertEqual(inst.name, f"attention_decode_{inst.dtype}_d{inst.head_dim}_g{inst.group}"
+                                        f"_sq{inst.max_sq}_{layout}_w{inst.waves}t{inst.tokens_per_wave}")
+
+    def test_knob_overrides_apply_per_variant(self):
+        tpw = {}
+        for inst in self.pack.instances:
+            tpw.setdefault(inst.variant, set()).add((inst.waves, inst.tokens_per_wave, inst.max_splits))
+        self.assertEqual(tpw, {"decode": {(4, 16, 256)}, "decode_d256": {(4, 8, 256)},
+                               "decode_g8": {(4, 4, 256)}, "decode_g8_d64": {(4, 8, 256)},
+                               "decode_g8_d256": {(4, 4, 256)}, "speculative": {(4, 4, 256)}})
+
+    def test_rows_are_group_times_max_sq_capped_at_8(self):
+        want = {
+            "attention_decode_bf16_d128_g1_sq1_contig_w4t16": 1,
+            "attention_decode_bf16_d128_g4_sq1_contig_w4t16": 4,
+            "attention_decode_bf16_d128_g8_sq1_contig_w4t4": 8,
+            "attention_decode_bf16_d128_g1_sq4_contig_w4t4": 4,
+            "attention_decode_bf16_d128_g4_sq4_contig_w4t4": 8,  # 16 rows, two row blocks
+            "attention_decode_fp16_d128_g8_sq4_paged_w4t4": 8,  # 32 rows, four row blocks
+        }
+        self.assertEqual({n: self.by_name[n].rows for n in want}, want)
+        self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq4_contig_w4t4"].rows_total, 16)
+
+    def test_seq_q_defaults_to_one_up_to_max_sq(self):
+        self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq1_contig_w4t16"].seq_q, (1, 1))
+        self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq4_contig_w4t4"].seq_q, (1, 4))
+
+    def test_heads_are_split_by_group(self):
+        self.assertEqual(self.by_name["attention_decode_bf16_d128_g1_sq4_contig_w4t4"].heads, ((8, 8),))
+        self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq4_contig_w4t4"].heads, ((8, 2), (32, 8)))
+        self.assertEqual(self.by_name["attention_decode_bf16_d128_g8_sq4_contig_w4t4"].heads, ((64, 8),))
+
+    def test_page_sizes_only_on_paged_instances(self):
+        self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq1_paged_w4t16"].page_sizes, (16, 32, 64, 128))
+        self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq1_contig_w4t16"].page_sizes, ())
+
+    def test_instances_are_frozen(self):
+        inst = self.pack.instances[0]
+        with self.assertRaises(AttributeError):
+            inst.waves = 8
+
+
+class ExpansionRuleTest(unittest.TestCase):
+
+    def test_axes_are_a_cartesian_product(self):
+        pack = expand(variant("v", dtype="[bf16, fp16]", kv_layout="[contiguous, paged]",
+                              extra_admit="      page_sizes: [16]\n"))
+        self.assertEqual([i.name for i in pack.instances], [
+            "minimal_bf16_d128_g4_sq1_contig_w4t16", "minimal_bf16_d128_g4_sq1_paged_w4t16",
+            "minimal_fp16_d128_g4_sq1_contig_w4t16", "minimal_fp16_d128_g4_sq1_paged_w4t16"])
+
+    def test_exclude_removes_matching_combinations(self):
+        base = dict(dtype="[bf16, fp16]", kv_layout="[contiguous, paged]", extra_admit="      page_sizes: [16]\n")
+        one = expand(variant("v", **base, extra="    exclude:\n      - {dtype: fp16, kv_layout: paged}\n"))
+        self.assertEqual([i.name for i in one.instances], [
+            "minimal_bf16_d128_g4_sq1_contig_w4t16", "minimal_bf16_d128_g4_sq1_paged_w4t16",
+            "minimal_fp16_d128_g4_sq1_contig_w4t16"])
+        two = expand(variant("v", **base, extra="    exclude:\n      - {dtype: fp16}\n      - {kv_layout: contiguous}\n"))
+        self.assertEqual([i.name for i in two.instances], ["minimal_bf16_d128_g4_sq1_paged_w4t16"])
+
+    def test_a_group_without_admitted_heads_is_no_instance(self):
+        pack = expand(variant("v", group="[1, 4]"))
+        self.assertEqual([i.name for i in pack.instances], ["minimal_bf16_d128_g4_sq1_contig_w4t16"])
+
+    def test_variant_knobs_override_the_pack_knobs(self):
+        pack = expand(variant("v", extra="    knobs: {waves: 2, tokens_per_wave: 8, max_splits: 64}\n"))
+        (inst,) = pack.instances
+        self.assertEqual((inst.waves, inst.tokens_per_wave, inst.max_splits), (2, 8, 64))
+        self.assertEqual(inst.name, "minimal_bf16_d128_g4_sq1_contig_w2t8")
+        self.assertEqual(inst.metadata()["max_splits"], 64)
+
+    def test_max_rows_knob_caps_rows(self):
+        (inst,) = expand(variant("v", extra="    knobs: {max_rows: 2}\n")).instances
+        self.assertEqual((inst.rows, inst.rows_total), (2, 4))
+        (inst,) = expand(variant("v", extra="    knobs: {max_rows: 64}\n",
+                                 extra_axes="      max_sq: [4]\n")).instances
+        self.assertEqual((inst.rows, inst.rows_total), (8, 16))  # the kernel's own cap
+
+    def test_seq_q_default_follows_max_sq(self):
+        (inst,) = expand(variant("v", extra_axes="      max_sq: [2]\n")).instances
+        self.assertEqual((inst.max_sq, inst.seq_q), (2, (1, 2)))
+        (inst,) = expand(variant("v", extra_axes="      max_sq: [4]\n", extra_admit="      seq_q: [2, 3]\n")).instances
+        self.assertEqual(inst.seq_q, (2, 3))
+
+    def test_priority_defaults_to_zero_and_is_carried(self):
+        (a,) = expand(variant("v")).instances
+        (b,) = expand(variant("v", extra="    priority: 7\n")).instances
+        self.assertEqual((a.priority, b.priority), (0, 7))
+
+
+class DuplicateAndShadowTest(unittest.TestCase):
+
+    def test_accept_same_shape_other_tile_disjoint_admission(self):
+        pack = expand(variant("small"),
+                      variant("large", capacity="[65537, 1048576]", extra="    knobs: {waves: 2}\n"))
+        self.assertEqual([i.name for i in pack.instances],
+                         ["minimal_bf16_d128_g4_sq1_contig_w2t16", "minimal_bf16_d128_g4_sq1_contig_w4t16"])
+
+    def test_reject_duplicate_instance(self):
+        vs = [variant("a"), variant("b", capacity="[65537, 1048576]")]
+        self.assertEqual(expand_errors(*vs), [
+            f"t.yaml:{variant_line(vs, 1)}:5: variants[1]: duplicate instance "
+            "minimal_bf16_d128_g4_sq1_contig_w4t16: variants 'a' and 'b' both produce it"])
+
+    def test_accept_higher_priority_on_a_narrower_range(self):
+        # 'fast' wins where it admits, but 'wide' still serves the rest.
+        pack = expand(variant("wide"),
+                      variant("fast", capacity="[64, 4096]", extra="    priority: 1\n    knobs: {waves: 2}\n"))
+        self.assertEqual(len(pack.instances), 2)
+
+    def test_accept_the_tighter_max_sq_is_not_shadowed_by_a_wider_one(self):
+        # The sq4 kernel admits seq_q 1 too, but the sq1 kernel wins there (score).
+        pack = expand(variant("one"),
+                      variant("spec", extra_axes="      max_sq: [4]\n", extra_admit="      seq_q: [1, 4]\n"))
+        self.assertEqual([i.name for i in pack.instances],
+                         ["minimal_bf16_d128_g4_sq1_contig_w4t16", "minimal_bf16_d128_g4_sq4_contig_w4t16"])
+
+    def test_reject_shadowed_by_higher_priority(self):
+        vs = [variant("wide"), variant("fast", extra="    priority: 1\n    knobs: {waves: 2}\n")]
+        self.assertEqual(expand_errors(*vs), [
+            f"t.yaml:{variant_line(vs, 0)}:5: variants[0]: instance minimal_bf16_d128_g4_sq1_contig_w4t16 (variant 'wide') can never "
+            "be chosen: minimal_bf16_d128_g4_sq1_contig_w2t16 (variant 'fast') admits every graph it admits and "
+            "wins the selection"])
+
+    def test_reject_shadowed_by_a_tighter_max_sq(self):
+        # 'one' (max_sq 1, seq_q 1) admits everything 'two' (max_sq 2) admits, and wins on score.
+        vs = [variant("one", extra_admit="      seq_q: [1, 1]\n"),
+              variant("two", extra_axes="      max_sq: [2]\n", extra_admit="      seq_q: [1, 1]\n")]
+        self.assertEqual(expand_errors(*vs), [
+            f"t.yaml:{variant_line(vs, 1)}:5: variants[1]: instance minimal_bf16_d128_g4_sq2_contig_w4t16 (variant 'two') can never "
+            "be chosen: minimal_bf16_d128_g4_sq1_contig_w4t16 (variant 'one') admits every graph it admits and "
+            "wins the selection"])
+
+    def test_reject_equal_admission_tie_broken_by_id(self):
+        names = ["minimal_bf16_d128_g4_sq1_contig_w4t16", "minimal_bf16_d128_g4_sq1_contig_w2t16"]
+        winner, loser = sorted(names, key=kernel_id)
+        variants = {"minimal_bf16_d128_g4_sq1_contig_w4t16": ("a", 0), "minimal_bf16_d128_g4_sq1_contig_w2t16": ("b", 1)}
+        vs = [variant("a"), variant("b", extra="    knobs: {waves: 2}\n")]
+        line = variant_line(vs, variants[loser][1])
+        self.assertEqual(expand_errors(*vs), [
+            f"t.yaml:{line}:5: variants[{variants[loser][1]}]: instance {loser} (variant '{variants[loser][0]}') "
+            f"can never be chosen: {winner} (variant '{variants[winner][0]}') admits every graph it admits and "
+            "wins the selection"])
+
+
+class ListJsonTest(unittest.TestCase):
+    """What the build reads: a one-line change to a variant shows up as a new
+    instance and its files in `ingot list --json`."""
+
+    def list_json(self, path):
+        rc, stdout, stderr = run_cli(["list", "--json", path])
+        self.assertEqual(rc, EXIT_OK, stderr)
+        (entry,) = json.loads(stdout)
+        return entry
+
+    def test_adding_a_head_dim_adds_the_instance(self):
+        with open(SEED_CONFIG, encoding="utf-8") as f:
+            text = f.read()
+        self.assertEqual(text.count("head_dim: [128]"), 1)
+        before = self.list_json(SEED_CONFIG)
+        self.assertEqual(before["instances"], ["test_seed_bf16_d128_g4_sq1_contig_w4t16"])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "test_seed.yaml")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text.replace("head_dim: [128]", "head_dim: [128, 64]"))
+            after = self.list_json(path)
+        new = "test_seed_bf16_d64_g4_sq1_contig_w4t16"
+        self.assertEqual(after["pack"], "test_seed")
+        self.assertEqual(after["archs"], ["gfx942", "gfx950", "sm_90"])
+        self.assertEqual(after["instances"], ["test_seed_bf16_d128_g4_sq1_contig_w4t16", new])  # sorted by name
+        self.assertEqual(sorted(set(after["files"]) - set(before["files"])),
+                         [f"descriptors/{new}.umd.json", f"kernels/gfx942/{new}.hip",
+                          f"kernels/gfx950/{new}.hip", f"kernels/sm_90/{new}.hip"])
+        self.assertEqual(set(before["files"]) - set(after["files"]), set())
+
+
+if __name__ == "__main__":
+    unittest.main()

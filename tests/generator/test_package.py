@@ -1,0 +1,315 @@
+"""The packaging step's pure-Python parts: the ELF reader refuses malformed
+files with a message that says what is wrong; the signature check refuses a
+code object whose kernarg layout disagrees with the UDD, naming the argument;
+package_pack assembles a pack atomically. Where clang-22 and llvm-readelf-22
+are installed, one generated gfx942 kernel is compiled for real and read back."""
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import struct
+import subprocess
+import tempfile
+import unittest
+
+from gen_support import (REPO, fake_code_object_reader, package_with_fake_objects, run_package, snapshot,
+                         write_fake_objects)
+
+from ingot.archs import ARCHS
+from ingot.codeobj import CodeObjectError, Elf, read_amd
+from ingot.package import PackageError, _check_signature
+
+GENERATED = os.path.join(REPO, "generated", "attention_decode")
+CLANG, READELF = "/usr/bin/clang-22", "/usr/bin/llvm-readelf-22"
+
+
+def load_udd():
+    with open(os.path.join(GENERATED, "descriptors", "attention_decode.udd.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def tiny_elf(shstrtab=b"\0.shstrtab\0.text\0", extra_sections=()):
+    """A well-formed ELF64 LE with a null section, .shstrtab, and extra_sections
+    ((name offset, type, offset, size), ...); the section table follows the data."""
+    data = shstrtab.ljust(32, b"\0")
+    shoff = 64 + len(data)
+    sections = [bytes(64), struct.pack("<IIQQQQIIQQ", 1, 3, 0, 0, 64, len(shstrtab), 0, 0, 1, 0)]
+    for name, typ, off, size in extra_sections:
+        sections.append(struct.pack("<IIQQQQIIQQ", name, typ, 0, 0, off, size, 0, 0, 1, 0))
+    header = bytearray(64)
+    header[0:7] = b"\x7fELF\x02\x01\x01"
+    struct.pack_into("<HHI", header, 16, 1, 224, 1)  # ET_REL, EM_AMDGPU
+    struct.pack_into("<Q", header, 0x28, shoff)
+    struct.pack_into("<HHHHHH", header, 0x34, 64, 0, 0, 64, len(sections), 1)
+    return bytes(header) + data + b"".join(sections)
+
+
+def patch(data, offset, fmt, *values):
+    b = bytearray(data)
+    struct.pack_into(fmt, b, offset, *values)
+    return bytes(b)
+
+
+class ElfReaderTest(unittest.TestCase):
+
+    def test_accepts_a_well_formed_elf(self):
+        elf = Elf(tiny_elf(extra_sections=[(11, 1, 64, 4)]), "ok.co")
+        self.assertEqual([s["name"] for s in elf.sections], ["", ".shstrtab", ".text"])
+        self.assertEqual(elf.contents(elf.section(".text")), b"\0.sh")
+        self.assertEqual(elf.symbols(), [])
+
+    def assert_refused(self, data, message):
+        with self.assertRaises(CodeObjectError) as cm:
+            Elf(data, "k.gfx942.co")
+        self.assertEqual(str(cm.exception), message)
+
+    def test_refuses_what_is_not_an_elf64_le(self):
+        self.assert_refused(b"", "k.gfx942.co: not a 64-bit little-endian ELF file")
+        self.assert_refused(b"MZ\x90\x00" + bytes(60), "k.gfx942.co: not a 64-bit little-endian ELF file")
+        self.assert_refused(patch(tiny_elf(), 4, "B", 1), "k.gfx942.co: not a 64-bit little-endian ELF file")
+        self.assert_refused(patch(tiny_elf(), 5, "B", 2), "k.gfx942.co: not a 64-bit little-endian ELF file")
+
+    def test_refuses_a_truncated_header(self):
+        self.assert_refused(tiny_elf()[:40], "k.gfx942.co: truncated ELF header (40 bytes, an ELF64 header has 64)")
+
+    def test_refuses_a_section_table_past_the_end(self):
+        data = tiny_elf()
+        self.assert_refused(data[:-1], "k.gfx942.co: section table past the end of the file")
+        self.assert_refused(patch(data, 0x28, "<Q", 1 << 40), "k.gfx942.co: section table past the end of the file")
+
+    def test_refuses_a_missing_or_malformed_section_table(self):
+        data = tiny_elf()
+        self.assert_refused(patch(data, 0x3C, "<H", 0),
+                            "k.gfx942.co: no section table (a code object needs its symbols and notes)")
+        self.assert_refused(patch(data, 0x3E, "<H", 2),
+                            "k.gfx942.co: malformed section table (2 sections of 64 bytes, names in section 2)")
+        self.assert_refused(patch(data, 0x3A, "<H", 16),
+                            "k.gfx942.co: malformed section table (2 sections of 16 bytes, names in section 1)")
+
+    def test_refuses_a_section_past_the_end(self):
+        self.assert_refused(tiny_elf(extra_sections=[(11, 1, 64, 1 << 20)]),
+                            "k.gfx942.co: section 2 (1048576 bytes at 64) past the end of the file")
+
+    def test_nobits_sections_need_no_file_bytes(self):
+        elf = Elf(tiny_elf(extra_sections=[(11, 8, 64, 1 << 20)]), "k.gfx942.co")  # SHT_NOBITS (.bss, LDS)
+        self.assertEqual(elf.contents(elf.section(".text")), b"")
+
+    def test_refuses_a_name_outside_the_string_table(self):
+        self.assert_refused(tiny_elf(extra_sections=[(200, 1, 64, 4)]),
+                            "k.gfx942.co: string at offset 200 lies outside its string table")
+        # A name that runs to the end of the table without its terminating NUL.
+        self.assert_refused(tiny_elf(shstrtab=b"\0.shstrtab\0.text", extra_sections=[(11, 1, 64, 4)]),
+                            "k.gfx942.co: string at offset 11 lies outside its string table")
+
+    def test_read_amd_names_a_missing_readelf(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "k.gfx942.co")
+            with open(path, "wb") as f:
+                f.write(tiny_elf())
+            with self.assertRaises(CodeObjectError) as cm:
+                read_amd(path, os.path.join(tmp, "no-such-readelf"))
+            self.assertEqual(str(cm.exception), f"{os.path.join(tmp, 'no-such-readelf')} not found: "
+                                                "install package llvm-22")
+
+    @unittest.skipUnless(os.access(READELF, os.X_OK), f"{READELF} not installed")
+    def test_read_amd_refuses_an_elf_without_amdgpu_metadata(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "k.gfx942.co")
+            with open(path, "wb") as f:
+                f.write(tiny_elf())
+            with self.assertRaises(CodeObjectError) as cm:
+                read_amd(path, READELF)
+            self.assertEqual(str(cm.exception), f"{path}: no AMDGPU metadata note")
+            with open(path, "wb") as f:
+                f.write(b"not an object")
+            with self.assertRaisesRegex(CodeObjectError, rf"^{re.escape(READELF)} --notes {re.escape(path)} failed: "):
+                read_amd(path, READELF)
+
+
+class SignatureCheckTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.udd = load_udd()
+
+    def got(self, vendor="amd"):
+        sig = [{"kind": a["kind"], "offset": a["offset"], "size": a["size"]} for a in self.udd["signature"]]
+        if vendor == "nvidia":
+            sig = [{"offset": a["offset"], "size": a["size"]} for a in sig]
+        return {"signature": sig, "kernarg_size": self.udd["kernarg_size"]}
+
+    def refuse(self, got, vendor="amd"):
+        with self.assertRaises(PackageError) as cm:
+            _check_signature("k.gfx942.co", "k_split", got, self.udd, vendor)
+        return str(cm.exception)
+
+    def test_accepts_the_udd_signature(self):
+        self.assertIsNone(_check_signature("k.gfx942.co", "k_split", self.got(), self.udd, "amd"))
+        self.assertIsNone(_check_signature("k.sm_90.cubin", "k_split", self.got("nvidia"), self.udd, "nvidia"))
+
+    def test_refuses_a_wrong_offset_naming_the_argument(self):
+        got = self.got()
+        got["signature"][27]["offset"] = 188
+        self.assertEqual(self.refuse(got), "k.gfx942.co: k_split: argument 'scale' is by_value at offset 188 "
+                                           "size 4, the UDD says by_value at offset 192 size 4")
+
+    def test_refuses_a_wrong_size_naming_the_argument(self):
+        got = self.got()
+        got["signature"][21]["size"] = 8
+        self.assertEqual(self.refuse(got), "k.gfx942.co: k_split: argument 'capacity' is by_value at offset 168 "
+                                           "size 8, the UDD says by_value at offset 168 size 4")
+
+    def test_refuses_a_wrong_kind_on_amd(self):
+        got = self.got()
+        got["signature"][6]["kind"] = "by_value"
+        self.assertEqual(self.refuse(got), "k.gfx942.co: k_split: argument 'page_table' is by_value at offset 48 "
+                                           "size 8, the UDD says global_buffer at offset 48 size 8")
+
+    def test_nvidia_has_no_kinds_but_offsets_still_count(self):
+        got = self.got("nvidia")
+        got["signature"][8]["offset"] = 60
+        self.assertEqual(self.refuse(got, "nvidia"), "k.gfx942.co: k_split: argument 'q_stride_b' is at offset 60 "
+                                                     "size 8, the UDD says by_value at offset 64 size 8")
+
+    def test_refuses_a_different_argument_count_or_kernarg_size(self):
+        got = self.got()
+        got["signature"].pop()
+        self.assertEqual(self.refuse(got), "k.gfx942.co: k_split: 27 kernel arguments, the UDD says 28")
+        got = self.got()
+        got["kernarg_size"] = 200
+        self.assertEqual(self.refuse(got), "k.gfx942.co: k_split: kernarg size 200 bytes, the UDD says 196")
+
+
+class PackagePackTest(unittest.TestCase):
+    """package_pack over the committed generated/ tree with fake code objects."""
+
+    def test_packages_every_kernel_with_its_hash(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, out, stderr = package_with_fake_objects(GENERATED, tmp, archs=["gfx942", "sm_90"])
+            self.assertEqual((rc, stderr), (0, ""))
+            with open(os.path.join(out, "attention_decode.kdp.json"), encoding="utf-8") as f:
+                kdp = json.load(f)
+            self.assertEqual(kdp["arch"], ["gfx942", "sm_90"])
+            self.assertEqual(len(kdp["kernelDescriptors"]), 48)
+            kd = kdp["kernelDescriptors"][0]
+            src = kd["kernel_source"]
+            self.assertEqual(sorted(src), ["kind", "objects", "symbols"])
+            self.assertEqual(sorted(src["objects"]), ["gfx942", "sm_90"])
+            obj = src["objects"]["gfx942"]
+            self.assertEqual(obj["path"], f"code/gfx942/{kd['name']}.gfx942.co")
+            with open(os.path.join(out, obj["path"]), "rb") as f:
+                self.assertEqual(obj["sha256"], hashlib.sha256(f.read()).hexdigest())
+            self.assertEqual(obj["resources"]["split"]["vgpr"], 100)
+            self.assertEqual(obj["resources"]["merge"]["vgpr"], 60)
+            self.assertEqual(src["objects"]["sm_90"]["resources"]["merge"]["registers"], 88)
+            # The NVIDIA signature takes its kinds from the UDD.
+            self.assertEqual(src["objects"]["sm_90"]["signature"], obj["signature"])
+            self.assertEqual(sorted(os.listdir(os.path.join(out, "code"))), ["gfx942", "sm_90"])
+            self.assertEqual(len([n for n in os.listdir(out) if n.endswith(".umd.json")]), 49)
+
+    def test_a_signature_mismatch_fails_and_keeps_the_old_pack(self):
+        udd = load_udd()
+        good = fake_code_object_reader(udd["entry_points"], udd["signature"])
+
+        def bad(path, *rest):
+            kernels = good(path, *rest)
+            if path.endswith("attention_decode_fp16_d64_g8_sq1_paged_w4t8.gfx950.co"):
+                sym = "attention_decode_fp16_d64_g8_sq1_paged_w4t8_merge"
+                kernels[sym]["signature"] = [dict(a) for a in kernels[sym]["signature"]]
+                kernels[sym]["signature"][27]["offset"] = 188
+            return kernels
+
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, out, stderr = package_with_fake_objects(GENERATED, tmp)
+            self.assertEqual(rc, 0, stderr)
+            before = snapshot(out)
+            rc, out2, stderr = package_with_fake_objects(GENERATED, tmp, reader=bad)
+            self.assertEqual(out2, out)
+            self.assertEqual(rc, 1)
+            obj = os.path.join(tmp, "objects", "gfx950", "attention_decode_fp16_d64_g8_sq1_paged_w4t8.gfx950.co")
+            self.assertEqual(stderr, f"ingot package: error: {obj}: attention_decode_fp16_d64_g8_sq1_paged_w4t8_merge: "
+                                     "argument 'scale' is by_value at offset 188 size 4, the UDD says by_value at "
+                                     "offset 192 size 4\n")
+            self.assertEqual(snapshot(out), before)
+            self.assertEqual(sorted(os.listdir(os.path.dirname(out))), ["attention_decode"])  # no staging left
+
+    def test_an_unknown_arch_is_an_error(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "packs", "attention_decode")
+            rc, stderr = run_package(GENERATED, os.path.join(tmp, "objects"), out, archs=["gfx90a"])
+            self.assertEqual(rc, 1)
+            self.assertEqual(stderr, "ingot package: error: arch(s) gfx90a not in pack attention_decode "
+                                     "(it has: gfx942, gfx950, sm_90)\n")
+            self.assertFalse(os.path.exists(out))
+
+    def test_a_missing_code_object_is_an_error(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            objects = os.path.join(tmp, "objects")
+            write_fake_objects(GENERATED, objects, ["gfx942", "gfx950", "sm_90"])
+            victim = os.path.join(objects, "sm_90", "attention_decode_bf16_d64_g1_sq1_contig_w4t16.sm_90.cubin")
+            os.unlink(victim)
+            rc, stderr = run_package(GENERATED, objects, os.path.join(tmp, "packs", "attention_decode"))
+            self.assertEqual(rc, 1)
+            self.assertEqual(stderr, f"ingot package: error: {victim}: code object missing for kernel "
+                                     "attention_decode_bf16_d64_g1_sq1_contig_w4t16 on sm_90\n")
+            self.assertEqual(os.listdir(os.path.join(tmp, "packs")), [])  # the staging folder is gone too
+
+
+def cmake_compile_command(compiler_var):
+    """The compile command IngotPack.cmake runs for one code object, as a list."""
+    with open(os.path.join(REPO, "cmake", "IngotPack.cmake"), encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(r"set\(cmd \$\{" + compiler_var + r"\}(.*?)\)\n", text, re.S)
+    if m is None:
+        raise AssertionError(f"no `set(cmd ${{{compiler_var}}} ...)` in IngotPack.cmake")
+    return shlex.split(m.group(1))
+
+
+class CompileFlagsTest(unittest.TestCase):
+
+    def test_the_arch_table_and_the_build_use_the_same_flags(self):
+        for var, arch in (("INGOT_CLANG", "gfx942"), ("INGOT_NVCC", "sm_90")):
+            with self.subTest(arch=arch):
+                cmd = [a.replace("${a}", arch) for a in cmake_compile_command(var)]
+                self.assertEqual(cmd[-5:], ["-I", "${INGOT_TEMPLATE_DIR}", "-o", "${obj}", "${src}"])
+                self.assertEqual(tuple(cmd[:-5]), ARCHS[arch].flags)
+
+
+@unittest.skipUnless(os.access(CLANG, os.X_OK) and os.access(READELF, os.X_OK),
+                     f"{CLANG} or {READELF} not installed")
+class RealCodeObjectTest(unittest.TestCase):
+    """One generated gfx942 kernel, compiled as the build compiles it, read back."""
+
+    INSTANCE = "attention_decode_bf16_d128_g4_sq1_contig_w4t16"
+
+    def test_compiled_kernel_matches_the_udd(self):
+        udd = load_udd()
+        src = os.path.join(GENERATED, "kernels", "gfx942", f"{self.INSTANCE}.hip")
+        with tempfile.TemporaryDirectory() as tmp:
+            obj = os.path.join(tmp, f"{self.INSTANCE}.gfx942.co")
+            subst = {"${a}": "gfx942", "${INGOT_TEMPLATE_DIR}": os.path.join(REPO, "templates"),
+                     "${obj}": obj, "${src}": src}
+            cmd = [CLANG] + [subst.get(a, a.replace("${a}", "gfx942")) for a in cmake_compile_command("INGOT_CLANG")]
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            kernels = read_amd(obj, READELF)
+        self.assertEqual(sorted(kernels), [f"{self.INSTANCE}_merge", f"{self.INSTANCE}_split"])
+        want = [{"kind": a["kind"], "offset": a["offset"], "size": a["size"]} for a in udd["signature"]]
+        for sym, k in sorted(kernels.items()):
+            with self.subTest(symbol=sym):
+                self.assertEqual(len(k["signature"]), 28)
+                self.assertEqual(k["signature"], want)
+                self.assertEqual(k["kernarg_size"], 196)
+                self.assertIsNone(_check_signature(obj, sym, k, udd, "amd"))
+                r = k["resources"]
+                self.assertEqual(r["wavefront_size"], 64)
+                self.assertEqual((r["spill"], r["scratch"]), (0, 0))
+                self.assertGreater(r["vgpr"], 0)
+                self.assertGreater(r["lds"], 0)
+                self.assertGreater(r["code_bytes"], 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,81 @@
+/* test_gpu_capacity.c: capacity endpoints (issue item 3). Capacities 64 and
+ * 65536, contiguous and paged, with valid lengths 1, capacity-1, capacity,
+ * more than capacity (the device clamps: capacity+1, +1000, INT32_MAX), 0 and
+ * negative (O = 0 exactly, LSE = -inf). The unused capacity holds NaN and Inf
+ * and paged page-table entries past each length are garbage, so any read past
+ * a clamped length shows. Usage: <binary> [pack_dir] */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "decode_harness.h"
+#include "gpu_mem.h"
+
+#define TEST_NAME "test_gpu_capacity"
+
+static int run(ingot_context *ctx, const dh_kernel *k, int cap, ingot_mask mask, int sq,
+               uint64_t seed, void *stream, dh_stats *st) {
+  dh_shape s = dh_shape_for_kernel(k, cap, mask);
+  s.seq_q = sq;
+  if (s.page_size > cap) s.page_size = cap;
+  dh_case c;
+  char why[4096], label[256], d[160];
+  if (dh_case_create(&c, ctx, &s, seed, DH_TAIL_POISON, why, sizeof why) != 0) {
+    fprintf(stderr, "FAIL: capacity %d: %s\n", cap, why);
+    return 1;
+  }
+  printf("  %s: kernel %s, %d splits\n", dh_describe(&c, d, sizeof d),
+         ingot_plan_kernel_name(c.plan), ingot_plan_num_splits(c.plan));
+  const int32_t pairs[][2] = {{1, cap - 1},        {cap, 1},         {cap - 1, cap},
+                              {cap + 1, 0},        {0, cap + 1000},  {INT32_MAX, -5},
+                              {-1, INT32_MIN},     {cap, cap},       {1, 1}};
+  int failures = 0;
+  for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; ++i) {
+    if (dh_set_lengths(&c, pairs[i]) != 0 || dh_execute(&c, stream) != 0) {
+      failures++;
+      break;
+    }
+    st->executes++;
+    snprintf(label, sizeof label, "%s L = %d, %d", d, pairs[i][0], pairs[i][1]);
+    if (dh_check(&c, label, st) != 0) failures++;
+  }
+  dh_case_destroy(&c);
+  return failures;
+}
+
+int main(int argc, char **argv) {
+  const char *pack_dir;
+  ingot_context *ctx = dh_open(argc, argv, TEST_NAME, &pack_dir);
+  const uint64_t seed = dh_seed(TEST_NAME);
+  dh_kernel *ks = NULL;
+  const int n = dh_pack_kernels(pack_dir, ingot_context_arch(ctx), &ks);
+  dh_stats st = {0, 0, 0.0, 0};
+  int other = 0, runs = 0;
+  void *stream = NULL;
+  if (n <= 0 || gpu_stream_create(&stream) != 0) {
+    fprintf(stderr, "FAIL: no kernels in %s, or no stream (%s)\n", pack_dir, gpu_mem_error());
+    return 1;
+  }
+  static const int caps[2] = {64, 65536};
+  for (int paged = 0; paged < 2; ++paged) {
+    const dh_kernel *k = dh_find_kernel(ks, n, paged, 1, 1);
+    if (k == NULL) {
+      if (!paged) other++, fprintf(stderr, "FAIL: the pack has no contiguous kernel\n");
+      continue;
+    }
+    for (int i = 0; i < 2; ++i) {
+      other += run(ctx, k, caps[i], INGOT_MASK_NONE, 1, seed + 10 * i + paged, stream, &st);
+      /* causal with a wider query: rows of short sequences are fully masked */
+      const dh_kernel *kc = dh_find_kernel(ks, n, paged, 2, 1);
+      if (kc != NULL)
+        other += run(ctx, kc, caps[i], INGOT_MASK_CAUSAL, kc->max_sq > 4 ? 4 : kc->max_sq,
+                     seed + 10 * i + paged + 5, stream, &st);
+      runs += 1 + (kc != NULL);
+    }
+  }
+  gpu_stream_destroy(stream);
+  free(ks);
+  dh_close(ctx);
+  printf("%s: %d runs\n", TEST_NAME, runs);
+  return dh_finish(TEST_NAME, &st, other);
+}

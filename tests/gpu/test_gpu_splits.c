@@ -1,0 +1,126 @@
+/* test_gpu_splits.c: the split and the single-segment paths (issue item 4).
+ * One sequence at capacities from 64 to 131072, so the plan picks one segment
+ * for short caches and several (plus the merge launch) for long ones; both
+ * paths must be exercised (ingot_plan_num_splits says which ran) and match the
+ * reference. Then paged equals contiguous bit for bit on the same data: same
+ * logical K/V, same lengths, a kernel of the same tiling and the same number of
+ * splits. Usage: <binary> [pack_dir] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode_harness.h"
+#include "gpu_mem.h"
+
+#define TEST_NAME "test_gpu_splits"
+
+static int same_tiling(const dh_kernel *a, const dh_kernel *b) {
+  return a != NULL && b != NULL && a->dtype == b->dtype && a->head_dim == b->head_dim &&
+         a->group == b->group && a->max_sq == b->max_sq && a->rows == b->rows &&
+         a->waves == b->waves && a->tokens_per_wave == b->tokens_per_wave;
+}
+
+int main(int argc, char **argv) {
+  const char *pack_dir;
+  ingot_context *ctx = dh_open(argc, argv, TEST_NAME, &pack_dir);
+  const uint64_t seed = dh_seed(TEST_NAME);
+  dh_kernel *ks = NULL;
+  const int n = dh_pack_kernels(pack_dir, ingot_context_arch(ctx), &ks);
+  dh_stats st = {0, 0, 0.0, 0};
+  int other = 0, single = 0, multi = 0, bitwise = 0;
+  void *stream = NULL;
+  if (n <= 0 || gpu_stream_create(&stream) != 0) {
+    fprintf(stderr, "FAIL: no kernels in %s, or no stream (%s)\n", pack_dir, gpu_mem_error());
+    return 1;
+  }
+  const dh_kernel *kc = dh_find_kernel(ks, n, 0, 1, 1);
+  const dh_kernel *kp = kc ? dh_find_kernel(ks, n, 1, 1, kc->lse) : NULL;
+  if (kc == NULL) {
+    fprintf(stderr, "FAIL: the pack has no contiguous kernel\n");
+    return 1;
+  }
+  static const int caps[] = {64, 256, 1024, 4096, 16384, 65536, 131072};
+  for (size_t i = 0; i < sizeof caps / sizeof caps[0]; ++i) {
+    const int cap = caps[i];
+    dh_shape s = dh_shape_for_kernel(kc, cap, INGOT_MASK_NONE);
+    s.batch = 1;
+    s.seq_q = 1;
+    const int32_t lens[1] = {dh_rand_range(cap / 2 + 1, cap)};
+    const uint64_t case_seed = seed + (uint64_t)i;
+    char why[4096], label[256], d[160];
+    dh_case c;
+    if (dh_case_create(&c, ctx, &s, case_seed, DH_TAIL_RANDOM, why, sizeof why) != 0) {
+      fprintf(stderr, "FAIL: capacity %d: %s\n", cap, why);
+      other++;
+      continue;
+    }
+    const int splits = ingot_plan_num_splits(c.plan);
+    printf("  %s L %d: kernel %s, %d splits, %d launches\n", dh_describe(&c, d, sizeof d),
+           lens[0], ingot_plan_kernel_name(c.plan), splits, ingot_plan_launch_count(c.plan));
+    single += splits == 1;
+    multi += splits > 1;
+    if (dh_set_lengths(&c, lens) != 0 || dh_execute(&c, stream) != 0) {
+      other++;
+      dh_case_destroy(&c);
+      continue;
+    }
+    st.executes++;
+    snprintf(label, sizeof label, "%s L %d (%d splits)", d, lens[0], splits);
+    other += dh_check(&c, label, &st) != 0;
+
+    /* the same data, paged */
+    if (kp != NULL && cap % kp->page_size == 0) {
+      dh_shape sp = s;
+      sp.page_size = kp->page_size;
+      dh_case p;
+      if (dh_case_create(&p, ctx, &sp, case_seed, DH_TAIL_RANDOM, why, sizeof why) != 0) {
+        fprintf(stderr, "FAIL: paged capacity %d: %s\n", cap, why);
+        other++;
+      } else {
+        if (dh_set_lengths(&p, lens) != 0 || dh_execute(&p, stream) != 0) {
+          other++;
+        } else {
+          st.executes++;
+          snprintf(label, sizeof label, "%s L %d (%d splits)", dh_describe(&p, d, sizeof d),
+                   lens[0], ingot_plan_num_splits(p.plan));
+          other += dh_check(&p, label, &st) != 0; /* downloads p.o and p.lse */
+          const dh_kernel *a = dh_kernel_named(ks, n, ingot_plan_kernel_name(c.plan));
+          const dh_kernel *b = dh_kernel_named(ks, n, ingot_plan_kernel_name(p.plan));
+          if (same_tiling(a, b) && ingot_plan_num_splits(p.plan) == splits) {
+            const int o_same = memcmp(c.o, p.o, c.n_q * 2) == 0;
+            const int l_same = !c.s.lse || memcmp(c.lse, p.lse, c.n_lse * 4) == 0;
+            bitwise++;
+            if (!o_same || !l_same) {
+              other++;
+              fprintf(stderr, "FAIL: capacity %d: paged (%s) and contiguous (%s) differ in %s\n",
+                      cap, b->name, a->name, o_same ? "LSE" : "O");
+            }
+          } else {
+            printf("  capacity %d: paged kernel %s (%d splits) and contiguous %s (%d splits) tile "
+                   "differently: not compared bit for bit\n",
+                   cap, ingot_plan_kernel_name(p.plan), ingot_plan_num_splits(p.plan),
+                   ingot_plan_kernel_name(c.plan), splits);
+          }
+        }
+        dh_case_destroy(&p);
+      }
+    }
+    dh_case_destroy(&c);
+  }
+  printf("%s: %d plans with one segment, %d with several, %d paged/contiguous bitwise "
+         "comparisons\n",
+         TEST_NAME, single, multi, bitwise);
+  if (single == 0 || multi == 0) {
+    fprintf(stderr, "FAIL: both paths must run: %d single-segment plans, %d split plans\n", single,
+            multi);
+    other++;
+  }
+  if (kp != NULL && bitwise == 0) {
+    fprintf(stderr, "FAIL: no paged/contiguous pair could be compared bit for bit\n");
+    other++;
+  }
+  gpu_stream_destroy(stream);
+  free(ks);
+  dh_close(ctx);
+  return dh_finish(TEST_NAME, &st, other);
+}

@@ -1,0 +1,103 @@
+/* test_gpu_variants.c: every variant of the pack at least once (issue item 5).
+ * The kernels are read from the packaged KDP; for each one with a code object
+ * for this device, a graph built from its own metadata (dtype, head dim, group,
+ * Sq = max_sq, layout, LSE) is run with no mask and causal, and causal again for
+ * every shorter Sq >= 2. O and LSE are compared with the reference (LSE in
+ * natural log; -inf for fully masked rows), and every kernel must have been
+ * chosen by at least one graph. Usage: <binary> [pack_dir] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode_harness.h"
+#include "gpu_mem.h"
+
+#define TEST_NAME "test_gpu_variants"
+
+/* Runs one shape; *chosen gets the index of the kernel the plan picked (-1 none). */
+static int run(ingot_context *ctx, const dh_kernel *ks, int n, const dh_kernel *k, ingot_mask mask,
+               int sq, uint64_t seed, void *stream, dh_stats *st, int *chosen) {
+  *chosen = -1;
+  const int page = k->paged ? k->page_size : 1;
+  int caps[3] = {256, 4096, 65536};
+  for (int i = 0; i < 3; ++i)
+    if (caps[i] < 2 * page) caps[i] = 2 * page;
+  char why[4096] = "", label[256], d[160];
+  dh_case c;
+  int rc = -1;
+  for (int i = 0; i < 3 && rc != 0; ++i) {
+    dh_shape s = dh_shape_for_kernel(k, caps[i], mask);
+    s.seq_q = sq;
+    rc = dh_case_create(&c, ctx, &s, seed, DH_TAIL_POISON, why, sizeof why);
+    if (rc != 0 && rc != (int)INGOT_NO_MATCH) break;
+  }
+  if (rc != 0) {
+    fprintf(stderr, "FAIL: no plan for a graph of kernel %s (mask %d, Sq %d): %s\n", k->name,
+            (int)mask, sq, why);
+    return 1;
+  }
+  const dh_kernel *picked = dh_kernel_named(ks, n, ingot_plan_kernel_name(c.plan));
+  if (picked != NULL) *chosen = (int)(picked - ks);
+  /* one long sequence, one short enough that causal rows are fully masked */
+  const int32_t lens[2] = {dh_rand_range(sq, c.s.capacity), dh_rand_range(0, sq)};
+  int failures = 0;
+  if (dh_set_lengths(&c, lens) != 0 || dh_execute(&c, stream) != 0) {
+    failures = 1;
+  } else {
+    st->executes++;
+    snprintf(label, sizeof label, "%s L = %d, %d: kernel %s", dh_describe(&c, d, sizeof d),
+             lens[0], lens[1], ingot_plan_kernel_name(c.plan));
+    failures = dh_check(&c, label, st) != 0;
+  }
+  dh_case_destroy(&c);
+  return failures;
+}
+
+int main(int argc, char **argv) {
+  const char *pack_dir;
+  ingot_context *ctx = dh_open(argc, argv, TEST_NAME, &pack_dir);
+  const uint64_t seed = dh_seed(TEST_NAME);
+  dh_kernel *ks = NULL;
+  const int n = dh_pack_kernels(pack_dir, ingot_context_arch(ctx), &ks);
+  dh_stats st = {0, 0, 0.0, 0};
+  int other = 0, eligible = 0, lse_kernels = 0, wide = 0;
+  void *stream = NULL;
+  if (n <= 0 || gpu_stream_create(&stream) != 0) {
+    fprintf(stderr, "FAIL: no kernels in %s, or no stream (%s)\n", pack_dir, gpu_mem_error());
+    return 1;
+  }
+  int *hits = calloc((size_t)n, sizeof *hits);
+  for (int i = 0; i < n; ++i) {
+    const dh_kernel *k = &ks[i];
+    if (!k->has_arch) continue;
+    eligible++;
+    lse_kernels += k->lse;
+    wide += k->max_sq >= 2;
+    int chosen;
+    for (int m = 0; m < 2; ++m) {
+      other += run(ctx, ks, n, k, m ? INGOT_MASK_CAUSAL : INGOT_MASK_NONE, k->max_sq,
+                   seed + 4u * (uint64_t)i + (uint64_t)m, stream, &st, &chosen);
+      if (chosen >= 0) hits[chosen]++;
+    }
+    for (int sq = 2; sq < k->max_sq; ++sq) {
+      other += run(ctx, ks, n, k, INGOT_MASK_CAUSAL, sq, seed + 4u * (uint64_t)i + 1 + (uint64_t)sq,
+                   stream, &st, &chosen);
+      if (chosen >= 0) hits[chosen]++;
+    }
+  }
+  int missed = 0;
+  for (int i = 0; i < n; ++i) {
+    if (ks[i].has_arch && hits[i] == 0) {
+      if (missed++ < 20) fprintf(stderr, "FAIL: kernel %s was never chosen\n", ks[i].name);
+    }
+  }
+  printf("%s: %d kernels for %s (%d with LSE, %d with Sq >= 2), %d never chosen\n", TEST_NAME,
+         eligible, ingot_context_arch(ctx), lse_kernels, wide, missed);
+  if (eligible == 0) fprintf(stderr, "FAIL: the pack has no kernel for %s\n", ingot_context_arch(ctx));
+  other += missed + (eligible == 0);
+  free(hits);
+  gpu_stream_destroy(stream);
+  free(ks);
+  dh_close(ctx);
+  return dh_finish(TEST_NAME, &st, other);
+}
