@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from the repo root, over a build/ made on the build
+# machine (bin, lib, packs): every GPU test binary, ingot-inspect run on the
+# example graphs, then (optional) a benchmark command. Logs go to $1.
+set -u
+out=${1:?usage: device_gpu_tests.sh LOGDIR [sanitize]}
+mode=${2:-}
+export LD_LIBRARY_PATH=$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+pack=build/packs/attention_decode
+fails=0
+for t in tokens poison_tail capacity splits variants graph streams; do
+  start=$SECONDS
+  timeout 300 build/bin/test_gpu_$t $pack > $out/gpu_$t.log 2>&1
+  rc=$?
+  [ $rc -ne 0 ] && fails=$((fails + 1))
+  echo "test_gpu_$t rc=$rc $((SECONDS - start))s :: $(tail -n 2 $out/gpu_$t.log | tr '\n' ' ' | cut -c1-300)"
+done
+for g in examples/graphs/*.json; do
+  timeout 120 build/bin/ingot-inspect run $g $pack > $out/inspect_$(basename $g .json).log 2>&1
+  rc=$?
+  [ $rc -ne 0 ] && fails=$((fails + 1))
+  echo "inspect run $(basename $g) rc=$rc :: $(tail -n 1 $out/inspect_$(basename $g .json).log | cut -c1-200)"
+done
+if [ "$mode" = sanitize ]; then
+  for tool in memcheck racecheck; do
+    for t in tokens poison_tail capacity; do
+      start=$SECONDS
+      timeout 400 compute-sanitizer --tool $tool --error-exitcode 86 --print-limit 20 \
+        build/bin/test_gpu_$t $pack > $out/${tool}_$t.log 2>&1
+      rc=$?
+      [ $rc -ne 0 ] && fails=$((fails + 1))
+      echo "$tool test_gpu_$t rc=$rc $((SECONDS - start))s :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $out/${tool}_$t.log | tail -n 1)"
+    done
+  done
+fi
+echo "device_gpu_tests: $fails failed"
