@@ -250,6 +250,11 @@ def time_graph(fn, nbuf, reps=20):
 def bench_experiments(pack, Ls=(4096, 16384, 65536, 262144, 1048576)):
     kdp = json.load(open(os.path.join(pack, "experiments.kdp.json")))
     kerns = [Kernel(pack, kd) for kd in kdp["kernelDescriptors"]]
+    for kern in kerns:
+        for (B, cap, causal, splits) in ((2, 1024, True, None), (3, 4096, False, 1), (1, 65536, True, None)):
+            ok, err, lerr, s = check(kern, B, 8, 2, 1, cap, causal, False, 16, True, True, splits)
+            print(f"{'ok ' if ok else 'FAIL'} {kern.name:52} B={B} cap={cap} causal={causal:d} splits={s} "
+                  f"max_err={err:.5f} lse_err={lerr:.2e}", flush=True)
     for L in Ls:
         kv_bytes = 2 * L * 2 * 128 * 2
         nbuf = max(2, min(64, int(math.ceil(400e6 / kv_bytes))))

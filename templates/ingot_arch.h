@@ -59,6 +59,20 @@ INGOT_DEVICE void sync_wave() {
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
 }
 INGOT_DEVICE u32x4 load16(const void *p) { return *static_cast<const u32x4 *>(p); }
+// Loads only when pred holds; zeros otherwise (p is never dereferenced then).
+INGOT_DEVICE u32x4 load16_if(const void *p, bool pred) {
+  return pred ? load16(p) : u32x4{0u, 0u, 0u, 0u};
+}
+constexpr bool kHasMma16816 = false;  // the tensor-core path is NVIDIA's; AMD runs the SIMT path
+// Programmatic dependent launch is NVIDIA's; on AMD the merge simply follows the split.
+INGOT_DEVICE void grid_dependency_wait() {}
+INGOT_DEVICE void launch_dependents() {}
+// Declared so the tensor-core path parses; never instantiated on AMD.
+template <int DT>
+INGOT_DEVICE void mma16816(float (&c)[4], const u32 (&a)[4], u32 b0, u32 b1);
+template <int DT>
+INGOT_DEVICE u32 pack2(float lo, float hi);
+INGOT_DEVICE u32 byte_perm(u32 x, u32 y, u32 sel);
 INGOT_DEVICE float fast_exp2(float x) { return __builtin_amdgcn_exp2f(x); }
 INGOT_DEVICE float max32(float a, float b) { return __builtin_fmaxf(a, b); }
 INGOT_DEVICE float fast_rcp(float x) { return __builtin_amdgcn_rcpf(x); }
@@ -85,6 +99,52 @@ INGOT_DEVICE u32x4 load16(const void *p) {
                : "l"(p));
   return r;
 }
+// Loads only when pred holds, zeros otherwise: one predicated instruction, no branch.
+INGOT_DEVICE u32x4 load16_if(const void *p, bool pred) {
+  u32x4 r = {0u, 0u, 0u, 0u};
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %5, 0;\n"
+      " @p ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n}"
+      : "+r"(r.x), "+r"(r.y), "+r"(r.z), "+r"(r.w)
+      : "l"(p), "r"((int)pred));
+  return r;
+}
+
+// Tensor cores: D = A(16x16, row) * B(16x8, col) + C, fp32 accumulate (PTX
+// mma.sync.m16n8k16). Lane l holds A rows l/4 and l/4+8, B column l/4, C row
+// l/4 (and +8), at k (or n) = (l%4)*2 + {0,1} (+8): the PTX ISA's fragment layout.
+constexpr bool kHasMma16816 = true;
+// Programmatic dependent launch (sm_90): a kernel launched with programmatic
+// stream serialization may start while the previous one runs; it waits here
+// until that grid has completed and its memory is visible. Without the launch
+// attribute both are no-ops.
+INGOT_DEVICE void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+INGOT_DEVICE void launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" :::); }
+template <int DT>
+INGOT_DEVICE void mma16816(float (&c)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+  if (DT == 0) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+// Two floats -> one register of two 16-bit values (lo in the low half), round to nearest.
+template <int DT>
+INGOT_DEVICE u32 pack2(float lo, float hi) {
+  u32 d;
+  if (DT == 0)
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+  else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+  return d;
+}
+INGOT_DEVICE u32 byte_perm(u32 x, u32 y, u32 sel) { return __byte_perm(x, y, sel); }
 INGOT_DEVICE float max32(float a, float b) { return fmaxf(a, b); }
 // Approximate reciprocal: no call into the IEEE division slow path (which
 // costs a stack frame and spills around the call).

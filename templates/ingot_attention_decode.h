@@ -54,9 +54,13 @@ constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kNegInf = -__builtin_inff();
 
 // Compile-time shape of one kernel instance (the generator binds these).
+enum Math { kMathSimt = 0, kMathAuto = 1 };
+
 template <int DTYPE_, int HEAD_DIM_, int GROUP_, int MAX_SQ_, int ROWS_, bool PAGED_, int WAVES_,
-          int TOKENS_PER_WAVE_, int OCCUPANCY_ = 0>
+          int TOKENS_PER_WAVE_, int OCCUPANCY_ = 0, int MATH_ = kMathSimt>
 struct DecodeTraits {
+  // kMathAuto: tensor cores where the arch has them (sm_90: mma.sync), else the SIMT path.
+  static constexpr bool kUseMma = MATH_ == kMathAuto && kHasMma16816;
   static constexpr int kOccupancy = OCCUPANCY_;  // workgroups per CU the build aims for (0: no hint)
   static constexpr int kDType = DTYPE_;
   static constexpr int kHeadDim = HEAD_DIM_;
@@ -192,14 +196,51 @@ INGOT_DEVICE long long workspace_block(int b, int hkv, int num_kv_heads, int num
 
 template <class T>
 struct SplitShared {
-  float scores[T::kWaves][T::kChunk * T::kRows];
+  float scores[T::kWaves][T::kUseMma ? 1 : T::kChunk * T::kRows];
   float wave_max[T::kWaves][T::kRows];
   float wave_sum[T::kWaves][T::kRows];
   float wave_acc[T::kWaves][T::kRows][T::kHeadDim];
 };
 
+// The end of a split workgroup: its waves' (max, sum, acc) sit in LDS; merge
+// them and write O and LSE (one segment) or the segment's fp32 partial.
 template <class T>
-INGOT_DEVICE void decode_split(INGOT_AD_PARAMS) {
+INGOT_DEVICE void finish_split(SplitShared<T> &sh, int tid, int b, int hkv, int split, int row0,
+                               INGOT_AD_PARAMS) {
+  constexpr int R = T::kRows, D = T::kHeadDim;
+  sync_block();
+  // Each thread produces some (row, d) outputs.
+  float *ws_lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, num_splits);
+  float *ws_o = ws_lse + lse_floats<T>(num_splits);
+  for (int idx = tid; idx < R * D; idx += T::kThreads) {
+    const int r = idx / D, d = idx % D, row = row0 + r;
+    if (row >= T::kRowsTotal) break;  // idx grows with r: the rest are padding too
+    float m = kNegInf;
+#pragma unroll
+    for (int w = 0; w < T::kWaves; ++w) m = max32(m, sh.wave_max[w][r]);
+    const float ref = m == kNegInf ? 0.f : m;
+    float num = 0.f, den = 0.f;
+#pragma unroll
+    for (int w = 0; w < T::kWaves; ++w) {
+      const float a = fast_exp2(sh.wave_max[w][r] - ref);
+      num += a * sh.wave_acc[w][r][d];
+      den += a * sh.wave_sum[w][r];
+    }
+    const float out = den > 0.f ? num * fast_rcp(den) : 0.f;
+    const float lse2 = den > 0.f ? m + fast_log2(den) : kNegInf;
+    if (num_splits == 1) {
+      store_row<T>(o, lse, b, hkv, row, d, out, lse2, sq, num_kv_heads, o_stride_b, o_stride_h,
+                   o_stride_s, flags);
+    } else {
+      const long long rs = (long long)row * num_splits + split;
+      if (d == 0) ws_lse[rs] = lse2;
+      ws_o[rs * D + d] = out;
+    }
+  }
+}
+
+template <class T>
+INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
   constexpr int R = T::kRows, LPT = T::kLanesPerToken, NL = T::kLoads, TPL = T::kTokensPerLoad;
   constexpr int C = T::kChunk, DT = T::kDType, D = T::kHeadDim;
   INGOT_SHARED SplitShared<T> sh;
@@ -385,35 +426,205 @@ INGOT_DEVICE void decode_split(INGOT_AD_PARAMS) {
       }
     }
   }
-  sync_block();
+  finish_split<T>(sh, tid, b, hkv, split, row0, INGOT_AD_ARGS);
+}
 
-  // Merge the waves; each thread produces some (row, d) outputs.
-  float *ws_lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, num_splits);
-  float *ws_o = ws_lse + lse_floats<T>(num_splits);
-  for (int idx = tid; idx < R * D; idx += T::kThreads) {
-    const int r = idx / D, d = idx % D, row = row0 + r;
-    if (row >= T::kRowsTotal) break;  // idx grows with r: the rest are padding too
-    float m = kNegInf;
+
+// ---- split kernel, tensor-core path (sm_90) -------------------------------------
+// A wave takes 16 tokens per PV step. Lane l = 4g + q. QK: one m16n8k16 per 8
+// tokens and 16 elements of D; A = q (row g), B = K^T (token 8u + g, the 16-byte
+// chunks q + 4j of D: the k order of the dot product is free, so each lane
+// loads whole chunks). The accumulator then holds S[row g][token 8u + 2q + e],
+// which is exactly the A operand of PV for the same tokens: softmax needs only
+// the quad (lanes 4g..4g+3) to agree on a row max. PV: B = V (tokens 2q + {0,1,8,9}
+// of a 16-token step, column g of each 8-wide n tile); output column n of n
+// tile i is element d = 64*(i/8) + 8n + i%8, so V is read in 16-byte chunks
+// g + 8*cc and the B operand is two byte permutes away.
+template <class T>
+INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
+  constexpr int R = T::kRows, D = T::kHeadDim, DT = T::kDType, C = T::kChunk;
+  constexpr int NU = C / 8;     // QK n tiles of 8 tokens
+  constexpr int NKS = D / 16;   // QK k steps
+  constexpr int NKC = D / 32;   // 16-byte K chunks per token per lane
+  constexpr int NPV = C / 16;   // PV k steps of 16 tokens
+  constexpr int NDT = D / 8;    // PV n tiles
+  constexpr int NVC = D / 64;   // 16-byte V chunks per token per lane
+  static_assert(T::kUseMma && kWaveSize == 32 && D % 64 == 0 && C % 16 == 0 && R <= 8, "mma path shape");
+  INGOT_SHARED SplitShared<T> sh;
+
+  const int tid = thread_id();
+  const int wave = tid / kWaveSize, lane = tid % kWaveSize;
+  const int g = lane >> 2, qd = lane & 3;
+  const int row0 = (block_x() % T::kRowBlocks) * R;
+  const int hkv = (block_x() / T::kRowBlocks) % num_kv_heads;
+  const int split = block_x() / T::kRowBlocks / num_kv_heads;
+  const int b = block_z();
+  const bool causal = (flags & kFlagCausal) != 0;
+  const Lengths seg = segment<T>(seq_lens, b, capacity, split, num_splits);
+
+  // A operand of QK: row g's chunks qd + 4j, as loaded (16-bit pairs).
+  const int row = row0 + g;
+  const bool row_ok = g < R && row < T::kRowsTotal && row / T::kGroup < sq;
+  u32 qa[NKS][4];
 #pragma unroll
-    for (int w = 0; w < T::kWaves; ++w) m = max32(m, sh.wave_max[w][r]);
-    const float ref = m == kNegInf ? 0.f : m;
-    float num = 0.f, den = 0.f;
+  for (int j = 0; j < NKC; ++j) {
+    const int gq = row % T::kGroup, iq = row / T::kGroup;
+    const char *qp = static_cast<const char *>(q) +
+                     2 * (b * q_stride_b + (long long)(hkv * T::kGroup + gq) * q_stride_h +
+                          (long long)iq * q_stride_s + (qd + 4 * j) * 8);
+    const u32x4 w = load16_if(qp, row_ok);
+    qa[2 * j][0] = w.x;
+    qa[2 * j][2] = w.y;
+    qa[2 * j + 1][0] = w.z;
+    qa[2 * j + 1][2] = w.w;
+    qa[2 * j][1] = qa[2 * j][3] = qa[2 * j + 1][1] = qa[2 * j + 1][3] = 0u;
+  }
+  const float qscale = scale * kLog2e;
+  const int limit = row_ok ? row_limit<T>(row, seg.valid, sq, causal) : 0;
+
+  float run_max = kNegInf, run_sum = 0.f;
+  float acc[NDT][2];
 #pragma unroll
-    for (int w = 0; w < T::kWaves; ++w) {
-      const float a = fast_exp2(sh.wave_max[w][r] - ref);
-      num += a * sh.wave_acc[w][r][d];
-      den += a * sh.wave_sum[w][r];
+  for (int i = 0; i < NDT; ++i) acc[i][0] = acc[i][1] = 0.f;
+
+  const char *kbase = static_cast<const char *>(k) + 2 * (hkv * k_stride_h);
+  const char *vbase = static_cast<const char *>(v) + 2 * (hkv * v_stride_h);
+  if (!T::kPaged) {
+    kbase += 2 * b * k_stride_b;
+    vbase += 2 * b * v_stride_b;
+  }
+  const int *ptable = T::kPaged ? page_table + b * page_table_stride : nullptr;
+  const int page_shift = T::kPaged ? 31 - __builtin_clz((unsigned)page_size) : 0;
+  auto token_off = [&](int pos, long long sb, long long st) -> long long {
+    if (T::kPaged) {
+      const long long page = pos < seg.end ? ptable[pos >> page_shift] : 0;
+      return page * sb + (long long)(pos & (page_size - 1)) * st;
     }
-    const float out = den > 0.f ? num * fast_rcp(den) : 0.f;
-    const float lse2 = den > 0.f ? m + fast_log2(den) : kNegInf;
-    if (num_splits == 1) {
-      store_row<T>(o, lse, b, hkv, row, d, out, lse2, sq, num_kv_heads, o_stride_b, o_stride_h,
-                   o_stride_s, flags);
-    } else {
-      const long long rs = (long long)row * num_splits + split;
-      if (d == 0) ws_lse[rs] = lse2;
-      ws_o[rs * D + d] = out;
+    return (long long)pos * st;
+  };
+  auto load_chunk = [&](int tok0, u32x4 (&kw)[NU][NKC], u32x4 (&vw)[NPV][4][NVC]) {
+#pragma unroll
+    for (int u = 0; u < NU; ++u) {
+      const int pos = tok0 + 8 * u + g;
+      const char *kp = kbase + 2 * token_off(pos, k_stride_b, k_stride_t) + qd * 16;
+#pragma unroll
+      for (int j = 0; j < NKC; ++j) kw[u][j] = load16_if(kp + j * 64, pos < seg.end);
     }
+#pragma unroll
+    for (int p = 0; p < NPV; ++p)
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        const int pos = tok0 + 16 * p + 2 * qd + (t & 1) + 8 * (t >> 1);
+        const char *vp = vbase + 2 * token_off(pos, v_stride_b, v_stride_t) + g * 16;
+#pragma unroll
+        for (int cc = 0; cc < NVC; ++cc) vw[p][t][cc] = load16_if(vp + cc * 128, pos < seg.end);
+      }
+  };
+
+  u32x4 kw[NU][NKC], vw[NPV][4][NVC];
+  load_chunk(seg.begin + wave * C, kw, vw);
+  for (int tile = seg.begin; tile < seg.end; tile += T::kTile) {
+    const int tok0 = tile + wave * C;
+    u32x4 kn[NU][NKC], vn[NPV][4][NVC];
+    load_chunk(tok0 + T::kTile, kn, vn);
+
+    // S = q K^T for this wave's C tokens (row g, tokens 8u + 2qd + e).
+    float sc[NU][2];
+    float cmax = run_max;
+#pragma unroll
+    for (int u = 0; u < NU; ++u) {
+      float c[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int s = 0; s < NKS; ++s) {
+        const u32x4 &w = kw[u][s / 2];
+        mma16816<DT>(c, qa[s], (s & 1) ? w.z : w.x, (s & 1) ? w.w : w.y);
+      }
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int pos = tok0 + 8 * u + 2 * qd + e;
+        sc[u][e] = (pos < seg.end && pos < limit) ? c[e] * qscale : kNegInf;
+        cmax = max32(cmax, sc[u][e]);
+      }
+    }
+    // One rescale per chunk; the quad shares the row.
+    cmax = max32(cmax, shfl_xor(cmax, 1));
+    cmax = max32(cmax, shfl_xor(cmax, 2));
+    const float ref = cmax == kNegInf ? 0.f : cmax;
+    const float alpha = fast_exp2(run_max - ref);
+    run_max = cmax;
+    run_sum *= alpha;
+#pragma unroll
+    for (int i = 0; i < NDT; ++i) {
+      acc[i][0] *= alpha;
+      acc[i][1] *= alpha;
+    }
+    float pr[NU][2];
+#pragma unroll
+    for (int u = 0; u < NU; ++u)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        pr[u][e] = fast_exp2(sc[u][e] - ref);
+        run_sum += pr[u][e];
+      }
+
+    // O += P V, 16 tokens per step.
+#pragma unroll
+    for (int p = 0; p < NPV; ++p) {
+      const u32 pa[4] = {pack2<DT>(pr[2 * p][0], pr[2 * p][1]), 0u,
+                         pack2<DT>(pr[2 * p + 1][0], pr[2 * p + 1][1]), 0u};
+#pragma unroll
+      for (int i = 0; i < NDT; ++i) {
+        const int cc = i / 8, el = i % 8;
+        const u32 sel = (el & 1) ? 0x7632u : 0x5410u;
+        const u32x4 &v0 = vw[p][0][cc], &v1 = vw[p][1][cc], &v2 = vw[p][2][cc], &v3 = vw[p][3][cc];
+        const int wi = el / 2;
+        const u32 w0 = wi == 0 ? v0.x : wi == 1 ? v0.y : wi == 2 ? v0.z : v0.w;
+        const u32 w1 = wi == 0 ? v1.x : wi == 1 ? v1.y : wi == 2 ? v1.z : v1.w;
+        const u32 w2 = wi == 0 ? v2.x : wi == 1 ? v2.y : wi == 2 ? v2.z : v2.w;
+        const u32 w3 = wi == 0 ? v3.x : wi == 1 ? v3.y : wi == 2 ? v3.z : v3.w;
+        float c[4] = {acc[i][0], acc[i][1], 0.f, 0.f};
+        mma16816<DT>(c, pa, byte_perm(w0, w1, sel), byte_perm(w2, w3, sel));
+        acc[i][0] = c[0];
+        acc[i][1] = c[1];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < NU; ++u)
+#pragma unroll
+      for (int j = 0; j < NKC; ++j) kw[u][j] = kn[u][j];
+#pragma unroll
+    for (int p = 0; p < NPV; ++p)
+#pragma unroll
+      for (int t = 0; t < 4; ++t)
+#pragma unroll
+        for (int cc = 0; cc < NVC; ++cc) vw[p][t][cc] = vn[p][t][cc];
+  }
+
+  // The quad's partial sums of row g; lane (g, qd) holds columns 2qd + e of each n tile.
+  run_sum += shfl_xor(run_sum, 1);
+  run_sum += shfl_xor(run_sum, 2);
+  if (g < R) {
+#pragma unroll
+    for (int i = 0; i < NDT; ++i)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) sh.wave_acc[wave][g][64 * (i / 8) + 8 * (2 * qd + e) + i % 8] = acc[i][e];
+    if (qd == 0) {
+      sh.wave_max[wave][g] = run_max;
+      sh.wave_sum[wave][g] = run_sum;
+    }
+  }
+  finish_split<T>(sh, tid, b, hkv, split, row0, INGOT_AD_ARGS);
+}
+
+template <class T>
+INGOT_DEVICE void decode_split(INGOT_AD_PARAMS) {
+  // The merge grid (launched programmatically) may be scheduled now; it waits
+  // for this grid's completion before it reads the workspace.
+  launch_dependents();
+  if constexpr (T::kUseMma) {
+    decode_split_mma<T>(INGOT_AD_ARGS);
+  } else {
+    decode_split_simt<T>(INGOT_AD_ARGS);
   }
 }
 
@@ -447,44 +658,68 @@ struct MergeShared {
 template <class T>
 INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
   constexpr int D = T::kHeadDim, kCols = 32, kQuads = kCols / 4, kGroups = T::kThreads / kQuads;
+  constexpr int kPer = (T::kMaxSplits + kGroups - 1) / kGroups;       // partial loads per thread, at most
+  constexpr int kLsePer = (T::kMaxSplits + kWaveSize - 1) / kWaveSize;  // lse loads per lane of wave 0
   static_assert(D % kCols == 0, "merge columns");
   INGOT_SHARED MergeShared<T> sh;
   const int tid = thread_id(), lane = tid % kWaveSize;
   const int row = block_x() / (D / kCols), c0 = (block_x() % (D / kCols)) * kCols;
   const int hkv = block_y(), b = block_z();
   const int S = num_splits;
+  const int quad = tid % kQuads, group = tid / kQuads;
+  // Launched programmatically, this grid may start before the split grid ends.
+  grid_dependency_wait();
   const float *ws_lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, S);
   const float *ws_o = ws_lse + lse_floats<T>(S);
 
-  // Wave 0: the max and the sum over segments, then normalized weights.
+  // One round trip: every partial this thread needs and wave 0's lse values are in flight together.
+  const float *src = ws_o + (long long)row * S * D + c0 + quad * 4;
+  u32x4 part[kPer];
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const int s = group + i * kGroups;
+    part[i] = load16_if(src + (long long)s * D, s < S);
+  }
   if (tid < kWaveSize) {
     const float *l = ws_lse + (long long)row * S;
+    float lv[kLsePer];
     float m = kNegInf;
-    for (int s = lane; s < S; s += kWaveSize) m = max32(m, l[s]);
+#pragma unroll
+    for (int i = 0; i < kLsePer; ++i) {
+      const int s = lane + i * kWaveSize;
+      lv[i] = s < S ? l[s] : kNegInf;
+      m = max32(m, lv[i]);
+    }
 #pragma unroll
     for (int off = kWaveSize / 2; off >= 1; off >>= 1) m = max32(m, shfl_xor(m, off));
     const float ref = m == kNegInf ? 0.f : m;
     float den = 0.f;
-    for (int s = lane; s < S; s += kWaveSize) den += fast_exp2(l[s] - ref);
+#pragma unroll
+    for (int i = 0; i < kLsePer; ++i) {
+      lv[i] = fast_exp2(lv[i] - ref);
+      den += lv[i];
+    }
 #pragma unroll
     for (int off = kWaveSize / 2; off >= 1; off >>= 1) den += shfl_xor(den, off);
     const float inv = den > 0.f ? fast_rcp(den) : 0.f;
-    for (int s = lane; s < S; s += kWaveSize) sh.weight[s] = fast_exp2(l[s] - ref) * inv;
+#pragma unroll
+    for (int i = 0; i < kLsePer; ++i) {
+      const int s = lane + i * kWaveSize;
+      if (s < S) sh.weight[s] = lv[i] * inv;
+    }
     if (lane == 0) sh.lse2 = den > 0.f ? m + fast_log2(den) : kNegInf;
   }
   sync_block();
 
-  const int quad = tid % kQuads, group = tid / kQuads;
-  const float *src = ws_o + (long long)row * S * D + c0 + quad * 4;
   float acc[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll 4
-  for (int s = group; s < S; s += kGroups) {
-    const float w = sh.weight[s];
-    const u32x4 x = load16(src + (long long)s * D);
-    acc[0] += w * bits_to_float(x.x);
-    acc[1] += w * bits_to_float(x.y);
-    acc[2] += w * bits_to_float(x.z);
-    acc[3] += w * bits_to_float(x.w);
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const int s = group + i * kGroups;
+    const float w = s < S ? sh.weight[s] : 0.f;
+    acc[0] += w * bits_to_float(part[i].x);
+    acc[1] += w * bits_to_float(part[i].y);
+    acc[2] += w * bits_to_float(part[i].z);
+    acc[3] += w * bits_to_float(part[i].w);
   }
 #pragma unroll
   for (int e = 0; e < 4; ++e) sh.part[group][quad * 4 + e] = acc[e];

@@ -217,7 +217,8 @@ def _expand_variant(cfg, var, vpath, archs, ctx):
             pack=cfg["pack"], variant=var["name"], dtype=point["dtype"], head_dim=point["head_dim"],
             group=point["group"], kv_layout=point["kv_layout"], max_sq=point["max_sq"],
             waves=knobs["waves"], tokens_per_wave=knobs["tokens_per_wave"], rows=rows,
-            max_splits=knobs["max_splits"], occupancy=knobs["occupancy"], priority=var["priority"],
+            max_splits=knobs["max_splits"], occupancy=knobs["occupancy"], math=knobs["math"],
+            priority=var["priority"],
             heads=heads,
             batch=tuple(admit["batch"]), seq_q=tuple(seq_q), capacity=tuple(admit["capacity"]),
             page_sizes=tuple(sorted(admit["page_sizes"] or [])) if point["kv_layout"] == "paged" else (),
@@ -239,6 +240,18 @@ def _check_instance_fits(inst, archs, vpath, ctx):
             ctx.error(vpath + ("axes", "head_dim"), f"head dim {inst.head_dim} needs {lpt} lanes per "
                       f"token, more than the {arch.wave_size}-lane wave of {arch.name}")
             return False
+        if inst.math == "auto" and arch.vendor == "nvidia":
+            why = []
+            if inst.head_dim % 64:
+                why.append(f"head dim {inst.head_dim} is not a multiple of 64")
+            if inst.tokens_per_wave % 16:
+                why.append(f"tokens_per_wave {inst.tokens_per_wave} is not a multiple of 16")
+            if inst.rows > 8:
+                why.append(f"{inst.rows} rows per workgroup exceed 8")
+            if why:
+                ctx.error(vpath + ("knobs", "math"), f"math 'auto' uses tensor cores on {arch.name}, but "
+                          f"{'; '.join(why)} (instance {inst.name})")
+                ok = False
         tpl = inst.tokens_per_load(arch)
         if inst.tokens_per_wave % tpl:
             ctx.error(vpath + ("knobs", "tokens_per_wave"), f"tokens_per_wave {inst.tokens_per_wave} "

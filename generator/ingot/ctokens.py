@@ -30,3 +30,13 @@ def c_string(v):
     if not isinstance(v, str) or any(c in v for c in '"\\\n') or not v.isascii():
         raise ValueError(f"not a plain C string literal: {v!r}")
     return f'"{v}"'
+
+
+MATH_TOKENS = {"simt": "ingot::kMathSimt", "auto": "ingot::kMathAuto"}
+
+
+def c_math(v):
+    try:
+        return MATH_TOKENS[v]
+    except KeyError:
+        raise ValueError(f"no C token for math {v!r} (known: {', '.join(sorted(MATH_TOKENS))})") from None

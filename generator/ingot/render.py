@@ -31,7 +31,7 @@ def environment(template_dir=TEMPLATE_DIR):
         loader=jinja2.FileSystemLoader(template_dir), undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)
     env.filters.update(c_bool=ctokens.c_bool, c_int=ctokens.c_int, c_dtype=ctokens.c_dtype,
-                       c_string=ctokens.c_string)
+                       c_string=ctokens.c_string, c_math=ctokens.c_math)
     return env
 
 

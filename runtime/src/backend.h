@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dispatch.h"
 #include "ingot/ingot.h"
 
 typedef struct ingot_backend_device ingot_backend_device; /* opaque per backend */
@@ -34,11 +35,12 @@ typedef struct ingot_backend_ops {
   ingot_status (*function_params)(ingot_backend_device *dev, ingot_backend_function fn,
                                   size_t *offsets, size_t *sizes, int max, int *count, char *err,
                                   size_t err_size);
-  /* Launches with a packed kernarg buffer on the caller's stream; never syncs. */
+  /* Launches with a packed kernarg buffer on the caller's stream; never syncs.
+   * flags: INGOT_LAUNCH_* (dispatch.h); a backend may ignore them. */
   ingot_status (*launch)(ingot_backend_device *dev, ingot_backend_function fn,
                          const uint32_t grid[3], const uint32_t block[3], uint32_t lds_bytes,
-                         void *stream, const void *kernargs, size_t kernarg_size, char *err,
-                         size_t err_size);
+                         uint32_t flags, void *stream, const void *kernargs, size_t kernarg_size,
+                         char *err, size_t err_size);
 } ingot_backend_ops;
 
 extern const ingot_backend_ops ingot_backend_cuda_ops;

@@ -39,6 +39,26 @@ enum {
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 };
 
+/* cuLaunchKernelEx's configuration (cuda.h, CUDA 12): an attribute is its id,
+ * padding to 8 bytes, and a 64-byte value union. */
+#define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
+typedef struct CUlaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char raw[64];
+    int programmatic_stream_serialization_allowed;
+  } value;
+} CUlaunchAttribute;
+typedef struct CUlaunchConfig {
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned int numAttrs;
+} CUlaunchConfig;
+
 /* Keys of cuLaunchKernel's `extra` array for a packed argument buffer. */
 #define CU_LAUNCH_PARAM_END ((void *)0x00)
 #define CU_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)
@@ -84,7 +104,10 @@ enum {
     (CUfunction f, size_t index, size_t *offset, size_t *size), "cuFuncGetParamInfo", NULL)      \
   /* CUDA 12.4+: load a function now rather than at its first launch (lazy loading), so  \
    * the first launch never happens inside a stream capture or on two streams at once. */ \
-  X(OPTIONAL, cuFuncLoad, CUresult, (CUfunction f), "cuFuncLoad", NULL)
+  X(OPTIONAL, cuFuncLoad, CUresult, (CUfunction f), "cuFuncLoad", NULL)                          \
+  /* CUDA 12.0+: launch attributes (programmatic dependent launch). */                          \
+  X(OPTIONAL, cuLaunchKernelEx, CUresult,                                                        \
+    (const CUlaunchConfig *config, CUfunction f, void **params, void **extra), "cuLaunchKernelEx", NULL)
 
 typedef struct cuda_api {
 #define CUDA_DECLARE(kind, field, ret, params, name, old_name) ret(*field) params;
@@ -406,8 +429,9 @@ static ingot_status cuda_function_params(ingot_backend_device *dev, ingot_backen
 
 static ingot_status cuda_launch(ingot_backend_device *dev, ingot_backend_function fn,
                                 const uint32_t grid[3], const uint32_t block[3],
-                                uint32_t lds_bytes, void *stream, const void *kernargs,
-                                size_t kernarg_size, char *err, size_t err_size) {
+                                uint32_t lds_bytes, uint32_t flags, void *stream,
+                                const void *kernargs, size_t kernarg_size, char *err,
+                                size_t err_size) {
   if (fn == NULL || grid == NULL || block == NULL || (kernarg_size > 0 && kernargs == NULL)) {
     set_err(err, err_size, "cuda launch: function, grid, block and kernargs are required");
     return INGOT_INVALID_ARGUMENT;
@@ -426,9 +450,22 @@ static ingot_status cuda_launch(ingot_backend_device *dev, ingot_backend_functio
   size_t size = kernarg_size;
   void *extra[5] = {CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)(uintptr_t)kernargs,
                     CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
-  CUresult res = dev->api.cuLaunchKernel((CUfunction)fn, grid[0], grid[1], grid[2], block[0],
-                                         block[1], block[2], lds_bytes, (CUstream)stream, NULL,
-                                         kernarg_size > 0 ? extra : NULL);
+  CUresult res;
+  if ((flags & INGOT_LAUNCH_PROGRAMMATIC) && dev->api.cuLaunchKernelEx != NULL) {
+    /* Programmatic dependent launch: the grid may start while the previous one
+     * in the stream runs; the kernel waits for it (griddepcontrol.wait). */
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmatic_stream_serialization_allowed = 1;
+    CUlaunchConfig cfg = {grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                          lds_bytes, (CUstream)stream, &attr, 1};
+    res = dev->api.cuLaunchKernelEx(&cfg, (CUfunction)fn, NULL, kernarg_size > 0 ? extra : NULL);
+  } else {
+    res = dev->api.cuLaunchKernel((CUfunction)fn, grid[0], grid[1], grid[2], block[0], block[1],
+                                  block[2], lds_bytes, (CUstream)stream, NULL,
+                                  kernarg_size > 0 ? extra : NULL);
+  }
   if (res != CUDA_SUCCESS) {
     char what[256];
     describe(&dev->api, res, what, sizeof what);

@@ -414,8 +414,9 @@ static ingot_status hip_function_params(ingot_backend_device *dev, ingot_backend
 
 static ingot_status hip_launch(ingot_backend_device *dev, ingot_backend_function fn,
                                const uint32_t grid[3], const uint32_t block[3], uint32_t lds_bytes,
-                               void *stream, const void *kernargs, size_t kernarg_size, char *err,
-                               size_t err_size) {
+                               uint32_t flags, void *stream, const void *kernargs,
+                               size_t kernarg_size, char *err, size_t err_size) {
+  (void)flags; /* no programmatic dependent launch on HIP: a plain launch is always correct */
   if (fn == NULL || grid == NULL || block == NULL || (kernarg_size > 0 && kernargs == NULL)) {
     set_err(err, err_size, "hip launch: function, grid, block and kernargs are required");
     return INGOT_INVALID_ARGUMENT;

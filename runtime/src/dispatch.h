@@ -41,11 +41,17 @@ typedef struct ingot_device_caps {
   size_t max_lds_bytes;
 } ingot_device_caps;
 
+/* The launch may begin while the previous launch of the plan still runs: the
+ * kernel itself waits for that grid (programmatic dependent launch, sm_90);
+ * backends without it launch normally, which is always correct. */
+#define INGOT_LAUNCH_PROGRAMMATIC 1u
+
 typedef struct ingot_launch {
   int entry;                 /* index into the UDD's entry_points: 0 split, 1 merge */
   uint32_t grid[3];
   uint32_t block[3];
   uint32_t lds_bytes;        /* dynamic LDS; the kernels use static LDS only: 0 */
+  uint32_t flags;            /* INGOT_LAUNCH_* */
 } ingot_launch;
 
 typedef struct ingot_dispatch_plan {

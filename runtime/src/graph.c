@@ -204,10 +204,13 @@ static const char *dense_layout(const ingot_tensor_desc *t) {
 
 static const char *lse_layout(const ingot_tensor_desc *t) {
   if (t->rank == 0) return "absent";
+  /* The running product of dims can pass int64 (dims [2^21, 2^21, 2^21] pass
+   * check_tensor); past that, no stride can equal it. */
   int64_t expect = 1;
+  int overflow = 0;
   for (int i = t->rank - 1; i >= 0; --i) {
-    if (t->dims[i] > 1 && t->strides[i] != expect) return "strided";
-    expect *= t->dims[i];
+    if (t->dims[i] > 1 && (overflow || t->strides[i] != expect)) return "strided";
+    overflow = overflow || __builtin_mul_overflow(expect, t->dims[i], &expect);
   }
   return "contiguous";
 }

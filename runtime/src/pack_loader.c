@@ -224,6 +224,20 @@ static int sha256_hex_equal(const unsigned char *data, size_t size, const char *
   return strcmp(actual, hex) == 0;
 }
 
+/* Grows L->entries to hold `want` entries. Pointers into it (a doc_entry *, its
+ * file name) die when it moves, and the kernels add their ids while the KDP is
+ * checked: check_kdp works on a copy of the KDP's entry (ingot_pack_load). */
+static int reserve_entries(loader *L, size_t want) {
+  if (want <= L->cap_entries) return 1;
+  size_t cap = L->cap_entries ? L->cap_entries : 64;
+  while (cap < want) cap *= 2;
+  doc_entry *e = realloc(L->entries, cap * sizeof(*e));
+  if (e == NULL) return 0;
+  L->entries = e;
+  L->cap_entries = cap;
+  return 1;
+}
+
 static int add_entry(loader *L, json_t *doc, const char *file, enum doc_kind kind, const char *id,
                      const char *path) {
   for (size_t i = 0; i < L->num_entries; ++i) {
@@ -235,16 +249,12 @@ static int add_entry(loader *L, json_t *doc, const char *file, enum doc_kind kin
                       ? json_string_value(json_object_get(L->entries[i].doc, "name"))
                       : "");
   }
-  if (L->num_entries == L->cap_entries) {
-    size_t cap = L->cap_entries ? 2 * L->cap_entries : 64;
-    doc_entry *e = realloc(L->entries, cap * sizeof(*e));
-    if (e == NULL) return fail(L, INGOT_OUT_OF_MEMORY, file, path, "out of memory");
-    L->entries = e;
-    L->cap_entries = cap;
-  }
+  char shown[NAME_MAX + 1]; /* file may point into L->entries, which may move */
+  ingot_format(shown, sizeof shown, "%s", file);
+  if (!reserve_entries(L, L->num_entries + 1)) return fail(L, INGOT_OUT_OF_MEMORY, shown, path, "out of memory");
   doc_entry *e = &L->entries[L->num_entries++];
   e->doc = doc;
-  ingot_format(e->file, sizeof e->file, "%s", file);
+  ingot_format(e->file, sizeof e->file, "%s", shown);
   e->kind = kind;
   e->id = id;
   return 1;
@@ -964,7 +974,10 @@ ingot_status ingot_pack_load(const char *pack_dir, ingot_pack *const *existing, 
     pack->kdp_file = strdup(kdp->file);
     if (pack->kdp_file == NULL) ok = fail(&L, INGOT_OUT_OF_MEMORY, pack_dir, "", "out of memory");
   }
-  if (ok) ok = check_kdp(&L, kdp, pack, existing, num_existing);
+  if (ok) {
+    doc_entry kdp_entry = *kdp; /* L.entries moves as the kernels add their ids */
+    ok = check_kdp(&L, &kdp_entry, pack, existing, num_existing);
+  }
   free(L.entries);
   free(L.kmd_fields);
   if (!ok) {

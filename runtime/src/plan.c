@@ -275,8 +275,8 @@ INGOT_API ingot_status ingot_plan_execute_ex(const ingot_plan *plan, void *strea
                    k->pack->kernarg_size);
       return INGOT_INTERNAL;
     }
-    s = ctx->ops->launch(ctx->dev, k->functions[l->entry], l->grid, l->block, l->lds_bytes, stream, args, size,
-                         msg, sizeof msg);
+    s = ctx->ops->launch(ctx->dev, k->functions[l->entry], l->grid, l->block, l->lds_bytes, l->flags, stream,
+                         args, size, msg, sizeof msg);
     if (s != INGOT_OK) {
       ingot_format(err, n, "kernel %s: launch %d (%s): %s", k->name, i, k->symbols[l->entry], msg);
       return s;

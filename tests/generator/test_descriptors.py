@@ -197,7 +197,7 @@ class NegativeControlTest(unittest.TestCase):
     def test_schemas_reject_mutations(self):
         kdp, udd, ued, kmd = ("attention_decode.kdp.json", "attention_decode.udd.json",
                               "attention_decode.ued.json", "attention_decode.kmd.json")
-        umd = "attention_decode_bf16_d128_g4_sq1_paged_w4t16.umd.json"
+        umd = "attention_decode_bf16_d128_g4_sq1_paged_w4t16_tc.umd.json"
         cases = [
             ("kdp", kdp, lambda d: d.update(version="2.0")),
             ("kdp", kdp, lambda d: d.update(id="not-a-uuid")),

@@ -13,7 +13,7 @@ import unittest
 from gen_support import REPO, snapshot
 
 PACK = "attention_decode"
-KERNEL = "kernels/gfx950/attention_decode_bf16_d128_g4_sq1_contig_w4t16.hip"
+KERNEL = "kernels/gfx950/attention_decode_bf16_d128_g4_sq1_contig_w4t16_tc.hip"
 
 
 def run_check(root):

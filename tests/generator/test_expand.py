@@ -77,45 +77,46 @@ class RealConfigTest(unittest.TestCase):
         names = [i.name for i in self.pack.instances]
         self.assertEqual(names, sorted(names))
         self.assertEqual(len(set(names)), len(names))
-        self.assertEqual(names[0], "attention_decode_bf16_d128_g1_sq1_contig_w4t16")
-        self.assertEqual(names[-1], "attention_decode_fp16_d64_g8_sq1_paged_w4t8")
+        self.assertEqual(names[0], "attention_decode_bf16_d128_g1_sq1_contig_w4t16_tc")
+        self.assertEqual(names[-1], "attention_decode_fp16_d64_g8_sq1_paged_w4t16_tc")
         for inst in self.pack.instances:
             layout = {"contiguous": "contig", "paged": "paged"}[inst.kv_layout]
+            tc = {"auto": "_tc", "simt": ""}[inst.math]
             self.assertEqual(inst.name, f"attention_decode_{inst.dtype}_d{inst.head_dim}_g{inst.group}"
-                                        f"_sq{inst.max_sq}_{layout}_w{inst.waves}t{inst.tokens_per_wave}")
+                                        f"_sq{inst.max_sq}_{layout}_w{inst.waves}t{inst.tokens_per_wave}{tc}")
 
     def test_knob_overrides_apply_per_variant(self):
         tpw = {}
         for inst in self.pack.instances:
-            tpw.setdefault(inst.variant, set()).add((inst.waves, inst.tokens_per_wave, inst.max_splits))
-        self.assertEqual(tpw, {"decode": {(4, 16, 256)}, "decode_d256": {(4, 8, 256)},
-                               "decode_g8": {(4, 4, 256)}, "decode_g8_d64": {(4, 8, 256)},
-                               "decode_g8_d256": {(4, 4, 256)}, "speculative": {(4, 4, 256)}})
+            tpw.setdefault(inst.variant, set()).add((inst.waves, inst.tokens_per_wave, inst.max_splits, inst.math))
+        self.assertEqual(tpw, {"decode": {(4, 16, 256, "auto")}, "decode_d256": {(4, 8, 256, "simt")},
+                               "decode_g8": {(4, 16, 256, "auto")}, "decode_g8_d64": {(4, 16, 256, "auto")},
+                               "decode_g8_d256": {(4, 4, 256, "simt")}, "speculative": {(4, 16, 256, "auto")}})
 
     def test_rows_are_group_times_max_sq_capped_at_8(self):
         want = {
-            "attention_decode_bf16_d128_g1_sq1_contig_w4t16": 1,
-            "attention_decode_bf16_d128_g4_sq1_contig_w4t16": 4,
-            "attention_decode_bf16_d128_g8_sq1_contig_w4t4": 8,
-            "attention_decode_bf16_d128_g1_sq4_contig_w4t4": 4,
-            "attention_decode_bf16_d128_g4_sq4_contig_w4t4": 8,  # 16 rows, two row blocks
-            "attention_decode_fp16_d128_g8_sq4_paged_w4t4": 8,  # 32 rows, four row blocks
+            "attention_decode_bf16_d128_g1_sq1_contig_w4t16_tc": 1,
+            "attention_decode_bf16_d128_g4_sq1_contig_w4t16_tc": 4,
+            "attention_decode_bf16_d128_g8_sq1_contig_w4t16_tc": 8,
+            "attention_decode_bf16_d128_g1_sq4_contig_w4t16_tc": 4,
+            "attention_decode_bf16_d128_g4_sq4_contig_w4t16_tc": 8,  # 16 rows, two row blocks
+            "attention_decode_fp16_d128_g8_sq4_paged_w4t16_tc": 8,  # 32 rows, four row blocks
         }
         self.assertEqual({n: self.by_name[n].rows for n in want}, want)
-        self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq4_contig_w4t4"].rows_total, 16)
+        self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq4_contig_w4t16_tc"].rows_total, 16)
 
     def test_seq_q_defaults_to_one_up_to_max_sq(self):
-        self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq1_contig_w4t16"].seq_q, (1, 1))
-        self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq4_contig_w4t4"].seq_q, (1, 4))
+        self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq1_contig_w4t16_tc"].seq_q, (1, 1))
+        self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq4_contig_w4t16_tc"].seq_q, (1, 4))
 
     def test_heads_are_split_by_group(self):
-        self.assertEqual(self.by_name["attention_decode_bf16_d128_g1_sq4_contig_w4t4"].heads, ((8, 8),))
-        self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq4_contig_w4t4"].heads, ((8, 2), (32, 8)))
-        self.assertEqual(self.by_name["attention_decode_bf16_d128_g8_sq4_contig_w4t4"].heads, ((64, 8),))
+        self.assertEqual(self.by_name["attention_decode_bf16_d128_g1_sq4_contig_w4t16_tc"].heads, ((8, 8),))
+        self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq4_contig_w4t16_tc"].heads, ((8, 2), (32, 8)))
+        self.assertEqual(self.by_name["attention_decode_bf16_d128_g8_sq4_contig_w4t16_tc"].heads, ((64, 8),))
 
     def test_page_sizes_only_on_paged_instances(self):
-        self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq1_paged_w4t16"].page_sizes, (16, 32, 64, 128))
-        self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq1_contig_w4t16"].page_sizes, ())
+        self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq1_paged_w4t16_tc"].page_sizes, (16, 32, 64, 128))
+        self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq1_contig_w4t16_tc"].page_sizes, ())
 
     def test_instances_are_frozen(self):
         inst = self.pack.instances[0]

@@ -215,8 +215,8 @@ class PackagePackTest(unittest.TestCase):
 
         def bad(path, *rest):
             kernels = good(path, *rest)
-            if path.endswith("attention_decode_fp16_d64_g8_sq1_paged_w4t8.gfx950.co"):
-                sym = "attention_decode_fp16_d64_g8_sq1_paged_w4t8_merge"
+            if path.endswith("attention_decode_fp16_d64_g8_sq1_paged_w4t16_tc.gfx950.co"):
+                sym = "attention_decode_fp16_d64_g8_sq1_paged_w4t16_tc_merge"
                 kernels[sym]["signature"] = [dict(a) for a in kernels[sym]["signature"]]
                 kernels[sym]["signature"][27]["offset"] = 188
             return kernels
@@ -228,8 +228,8 @@ class PackagePackTest(unittest.TestCase):
             rc, out2, stderr = package_with_fake_objects(GENERATED, tmp, reader=bad)
             self.assertEqual(out2, out)
             self.assertEqual(rc, 1)
-            obj = os.path.join(tmp, "objects", "gfx950", "attention_decode_fp16_d64_g8_sq1_paged_w4t8.gfx950.co")
-            self.assertEqual(stderr, f"ingot package: error: {obj}: attention_decode_fp16_d64_g8_sq1_paged_w4t8_merge: "
+            obj = os.path.join(tmp, "objects", "gfx950", "attention_decode_fp16_d64_g8_sq1_paged_w4t16_tc.gfx950.co")
+            self.assertEqual(stderr, f"ingot package: error: {obj}: attention_decode_fp16_d64_g8_sq1_paged_w4t16_tc_merge: "
                                      "argument 'scale' is by_value at offset 188 size 4, the UDD says by_value at "
                                      "offset 192 size 4\n")
             self.assertEqual(snapshot(out), before)
@@ -248,12 +248,12 @@ class PackagePackTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             objects = os.path.join(tmp, "objects")
             write_fake_objects(GENERATED, objects, ["gfx942", "gfx950", "sm_90"])
-            victim = os.path.join(objects, "sm_90", "attention_decode_bf16_d64_g1_sq1_contig_w4t16.sm_90.cubin")
+            victim = os.path.join(objects, "sm_90", "attention_decode_bf16_d64_g1_sq1_contig_w4t16_tc.sm_90.cubin")
             os.unlink(victim)
             rc, stderr = run_package(GENERATED, objects, os.path.join(tmp, "packs", "attention_decode"))
             self.assertEqual(rc, 1)
             self.assertEqual(stderr, f"ingot package: error: {victim}: code object missing for kernel "
-                                     "attention_decode_bf16_d64_g1_sq1_contig_w4t16 on sm_90\n")
+                                     "attention_decode_bf16_d64_g1_sq1_contig_w4t16_tc on sm_90\n")
             self.assertEqual(os.listdir(os.path.join(tmp, "packs")), [])  # the staging folder is gone too
 
 
@@ -282,7 +282,7 @@ class CompileFlagsTest(unittest.TestCase):
 class RealCodeObjectTest(unittest.TestCase):
     """One generated gfx942 kernel, compiled as the build compiles it, read back."""
 
-    INSTANCE = "attention_decode_bf16_d128_g4_sq1_contig_w4t16"
+    INSTANCE = "attention_decode_bf16_d128_g4_sq1_contig_w4t16_tc"
 
     def test_compiled_kernel_matches_the_udd(self):
         udd = load_udd()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run_all.sh BUILD_DIR [LOG_DIR] [PACK_DIR]
-# Runs every GPU test binary of BUILD_DIR (tests/gpu/test_gpu_*), then
+# Runs every GPU test binary of BUILD_DIR (bin/test_gpu_*), then
 # compute-sanitizer memcheck and racecheck on tests 1-3 when compute-sanitizer
 # is on PATH. One log per run in LOG_DIR (default: BUILD_DIR/gpu-logs); a
 # summary last. Exit 0 only when nothing failed (skips, exit 77, are reported).
@@ -8,7 +8,9 @@ set -u
 build=${1:?usage: run_all.sh BUILD_DIR [LOG_DIR] [PACK_DIR]}
 logs=${2:-$build/gpu-logs}
 pack=${3:-$build/packs/attention_decode}
-bin=$build/tests/gpu
+# The test programs: build/bin (the project's output folder) or tests/gpu of the build.
+bin=$build/bin
+[ -x "$bin/test_gpu_tokens" ] || bin=$build/tests/gpu
 mkdir -p "$logs"
 declare -a summary=()
 failed=0

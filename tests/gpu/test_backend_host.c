@@ -7,11 +7,10 @@
  * (the H200 machine) its backend must open instead.
  *
  * Built twice from this file:
- *  - test_backend_host: through the public API (ingot_context_create), linked
- *    with libingot;
+ *  - test_backend_host: through the public API (ingot_context_create and
+ *    ingot_context_create_ex, whose err names the reason), linked with libingot;
  *  - test_backend_ops (INGOT_TEST_BACKEND_OPS): the backend vtables themselves,
- *    compiled in, to check the messages, which a failed ingot_context_create
- *    cannot hand back (it leaves no context to ask). */
+ *    compiled in, with their messages and argument checks. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,8 +76,28 @@ int main(void) {
             status_name(st));
     }
   }
+  /* The reason comes back through ingot_context_create_ex: the driver's own code. */
+  char err[1024] = "";
+  ingot_status st = ingot_context_create_ex(INGOT_BACKEND_HIP, 0, &ctx, err, sizeof err);
+  printf("hip: %s: %s\n", status_name(st), st == INGOT_OK ? ingot_context_arch(ctx) : err);
+  if (st == INGOT_OK) {
+    ingot_context_destroy(ctx);
+  } else {
+    CHECK(strstr(err, "not found") == NULL,
+          "the HIP runtime is not installed (%s): install Debian's libamdhip64-5, which the host "
+          "tests load for real", err);
+    if (strstr(err, "not found") == NULL && strstr(err, "hipGetDevicePropertiesR0600") == NULL)
+      CHECK(strstr(err, "hipInit") && (strstr(err, "101") || strstr(err, "100")),
+            "the message must name hipInit and the driver's code (101 / 100): %s", err);
+  }
+  set_env("INGOT_HIP_LIBRARY", "/nonexistent/libingot-no-such-driver.so");
+  st = ingot_context_create_ex(INGOT_BACKEND_HIP, 0, &ctx, err, sizeof err);
+  CHECK(st == INGOT_UNAVAILABLE && ctx == NULL && strstr(err, "libingot-no-such-driver.so"),
+        "HIP from a forced missing library: %s: %s", status_name(st), err);
+  set_env("INGOT_HIP_LIBRARY", NULL);
+
   /* CUDA: UNAVAILABLE here (no libcuda, or no device); an sm_ arch on a GPU machine */
-  ingot_status st = create(INGOT_BACKEND_CUDA, 0, &ctx);
+  st = create(INGOT_BACKEND_CUDA, 0, &ctx);
   if (st == INGOT_OK) {
     CHECK(ctx != NULL && strncmp(ingot_context_arch(ctx), "sm_", 3) == 0 &&
               ingot_context_compute_units(ctx) > 0,
@@ -207,7 +226,7 @@ int main(void) {
     CHECK(st == INGOT_INVALID_ARGUMENT && mod == NULL, "%s module_load without a device: %s",
           ops[i]->name, status_name(st));
     const uint32_t grid[3] = {1, 1, 1}, block[3] = {64, 1, 1};
-    st = ops[i]->launch(NULL, NULL, grid, block, 0, NULL, image, sizeof image, err, sizeof err);
+    st = ops[i]->launch(NULL, NULL, grid, block, 0, 0, NULL, image, sizeof image, err, sizeof err);
     CHECK(st == INGOT_INVALID_ARGUMENT, "%s launch without a function: %s", ops[i]->name,
           status_name(st));
     ops[i]->close(NULL); /* harmless */

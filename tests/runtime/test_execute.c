@@ -56,9 +56,9 @@ static ingot_status f_function_params(ingot_backend_device *d, ingot_backend_fun
   return INGOT_OK;
 }
 static ingot_status f_launch(ingot_backend_device *d, ingot_backend_function fn, const uint32_t grid[3],
-                             const uint32_t block[3], uint32_t lds, void *stream, const void *args, size_t size,
-                             char *err, size_t n) {
-  (void)err, (void)n, (void)stream, (void)lds;
+                             const uint32_t block[3], uint32_t lds, uint32_t flags, void *stream,
+                             const void *args, size_t size, char *err, size_t n) {
+  (void)err, (void)n, (void)stream, (void)lds, (void)flags;
   fake_dev *f = (fake_dev *)d;
   const void *q;
   memcpy(&q, args, sizeof q);

@@ -31,8 +31,11 @@ KNOBS = {
     "max_rows": Int(1, 64),
     "max_splits": Int(1, MAX_SPLITS),
     "occupancy": Int(0, 16),  # workgroups per CU the compiler should fit (0: no hint)
+    # simt: CUDA-core / VALU math everywhere; auto: tensor cores where the arch
+    # has them (sm_90 mma.sync), the SIMT path elsewhere.
+    "math": Str(choices=["auto", "simt"]),
 }
-OPTIONAL_KNOBS = {"occupancy": 0}
+OPTIONAL_KNOBS = {"occupancy": 0, "math": "simt"}
 
 ADMIT = Map({
     "heads": (List(List(Int(1, 1024), min_len=2, max_len=2), unique=True), True, None),
@@ -98,6 +101,7 @@ class Instance:
     rows: int
     max_splits: int
     occupancy: int
+    math: str
     priority: int
     heads: tuple  # ((hq, hkv), ...)
     batch: tuple
@@ -111,8 +115,9 @@ class Instance:
     def name(self):
         layout = "contig" if self.kv_layout == "contiguous" else "paged"
         occ = f"o{self.occupancy}" if self.occupancy else ""
+        tc = "_tc" if self.math == "auto" else ""
         return (f"{self.pack}_{self.dtype}_d{self.head_dim}_g{self.group}_sq{self.max_sq}_{layout}"
-                f"_w{self.waves}t{self.tokens_per_wave}{occ}")
+                f"_w{self.waves}t{self.tokens_per_wave}{occ}{tc}")
 
     def filename(self, arch):
         return f"kernels/{arch}/{self.name}.hip"
@@ -124,7 +129,7 @@ class Instance:
     def code_key(self):
         """What changes the code: two instances with the same key are duplicates."""
         return (self.dtype, self.head_dim, self.group, self.kv_layout, self.max_sq, self.waves,
-                self.tokens_per_wave, self.rows, self.occupancy)
+                self.tokens_per_wave, self.rows, self.occupancy, self.math)
 
     @property
     def rows_total(self):

@@ -6,7 +6,7 @@
 typedef ingot::DecodeTraits<ingot::kBF16, /*head_dim*/ 256, /*group*/ 8,
                             /*max_sq*/ 1, /*rows*/ 8, /*paged*/ false,
                             /*waves*/ 4, /*tokens_per_wave*/ 4,
-                            /*occupancy*/ 0>
+                            /*occupancy*/ 0, /*math*/ ingot::kMathSimt>
     Traits;
 
 INGOT_KERNEL(Traits::kThreads, Traits::kOccupancy) void attention_decode_bf16_d256_g8_sq1_contig_w4t4_split(INGOT_AD_PARAMS) {

@@ -1,0 +1,249 @@
+/* fuzz_common.h: what the libFuzzer harnesses share: a byte reader that turns
+ * fuzz input into extreme-but-plausible integers, a decoder from bytes to an
+ * ingot_attention_graph (mutations of a valid seed graph, so most inputs get
+ * past validation into matching and planning), and the plan invariants of
+ * docs/INTERNALS.md section 5, recomputed in 128-bit arithmetic independently
+ * of the dispatch stub. A violated invariant aborts (libFuzzer records the
+ * input as a crash). */
+#ifndef INGOT_FUZZ_COMMON_H
+#define INGOT_FUZZ_COMMON_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dispatch.h"
+#include "ingot/ingot.h"
+
+#define FZ_REQUIRE(cond, ...)                                                                     \
+  do {                                                                                            \
+    if (!(cond)) {                                                                                \
+      fprintf(stderr, "%s:%d: invariant failed: %s\n  ", __FILE__, __LINE__, #cond);              \
+      fprintf(stderr, __VA_ARGS__);                                                               \
+      fprintf(stderr, "\n");                                                                      \
+      abort();                                                                                    \
+    }                                                                                             \
+  } while (0)
+
+/* ---- reading the input -------------------------------------------------- */
+typedef struct fz_reader {
+  const uint8_t *p;
+  size_t n;
+} fz_reader;
+
+static inline uint8_t fz_u8(fz_reader *r) {
+  if (r->n == 0) return 0;
+  --r->n;
+  return *r->p++;
+}
+
+static inline uint64_t fz_u64(fz_reader *r) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | fz_u8(r);
+  return v;
+}
+
+/* An int64 that is usually interesting: small, a power of two (+-1), a
+ * boundary of int32/int64, or raw bytes. */
+static inline int64_t fz_i64(fz_reader *r) {
+  static const int64_t kEdges[] = {0, 1, -1, 2, 8, 32, 64, 65535, 65536, 1 << 20, 1 << 30,
+                                   INT32_MAX, (int64_t)INT32_MAX + 1, UINT32_MAX,
+                                   (int64_t)1 << 32, (int64_t)1 << 62, INT64_MAX, INT64_MIN,
+                                   INT64_MAX / 2 + 1, (int64_t)3037000499 /* ~sqrt(2^63) */};
+  uint8_t sel = fz_u8(r);
+  switch (sel & 7) {
+  case 0:
+  case 1: return (int64_t)(fz_u8(r) % 17);
+  case 2: return (int64_t)1 << (fz_u8(r) % 63);
+  case 3: return ((int64_t)1 << (fz_u8(r) % 62)) + ((sel >> 3) & 1 ? 1 : -1);
+  case 4: return kEdges[fz_u8(r) % (sizeof kEdges / sizeof kEdges[0])];
+  case 5: return -(int64_t)(fz_u8(r) % 17);
+  case 6: {
+    int64_t hi = fz_u8(r);
+    return hi << 8 | fz_u8(r);
+  }
+  default: return (int64_t)fz_u64(r);
+  }
+}
+
+static inline int fz_int(fz_reader *r) {
+  int64_t v = fz_i64(r);
+  if (v > INT32_MAX) return INT32_MAX - (int)(v & 7);
+  if (v < INT32_MIN) return INT32_MIN + (int)(v & 7);
+  return (int)v;
+}
+
+/* ---- graphs ------------------------------------------------------------- */
+static inline void fz_contiguous(ingot_tensor_desc *t) {
+  int64_t s = 1;
+  const int rank = t->rank < 0 ? 0 : t->rank > INGOT_MAX_RANK ? INGOT_MAX_RANK : t->rank;
+  for (int i = rank - 1; i >= 0; --i) {
+    t->strides[i] = s;
+    if (t->dims[i] > 0 && __builtin_mul_overflow(s, t->dims[i], &s)) s = INT64_MAX;
+  }
+}
+
+static inline ingot_tensor_desc fz_tensor(ingot_dtype dt, int rank, int64_t d0, int64_t d1, int64_t d2,
+                                          int64_t d3) {
+  ingot_tensor_desc t;
+  memset(&t, 0, sizeof t);
+  t.dtype = dt;
+  t.rank = rank;
+  t.dims[0] = d0;
+  t.dims[1] = d1;
+  t.dims[2] = d2;
+  t.dims[3] = d3;
+  fz_contiguous(&t);
+  return t;
+}
+
+/* Rebuilds every tensor of the graph from the top-level sizes. */
+typedef struct fz_shape {
+  int64_t B, Hq, Hkv, Sq, D, capacity, page_size, max_pages, num_pages;
+  int paged, lse;
+  ingot_dtype dtype;
+} fz_shape;
+
+static inline void fz_build(const fz_shape *s, ingot_attention_graph *g) {
+  memset(g, 0, sizeof *g);
+  g->q = fz_tensor(s->dtype, 4, s->B, s->Hq, s->Sq, s->D);
+  g->o = g->q;
+  if (s->paged) {
+    g->k = fz_tensor(s->dtype, 4, s->num_pages, s->page_size, s->Hkv, s->D);
+    g->page_table = fz_tensor(INGOT_DTYPE_INT32, 2, s->B, s->max_pages, 0, 0);
+    g->kv_layout = INGOT_KV_PAGED;
+  } else {
+    g->k = fz_tensor(s->dtype, 4, s->B, s->capacity, s->Hkv, s->D);
+  }
+  g->v = g->k;
+  g->seq_lens = fz_tensor(INGOT_DTYPE_INT32, 1, s->B, 0, 0, 0);
+  if (s->lse) g->lse = fz_tensor(INGOT_DTYPE_FP32, 3, s->B, s->Hq, s->Sq, 0);
+  g->capacity = s->capacity;
+  g->scale = 0.125f;
+}
+
+/* The seed graph (examples/graphs/seed_none.json), then mutations read from the
+ * input: consistent ones (a top-level size changes everywhere it appears) and
+ * raw ones (one field of one tensor, an enum, the scale). */
+static inline void fz_decode_graph(fz_reader *r, ingot_attention_graph *g) {
+  fz_shape s = {1, 8, 2, 1, 128, 4096, 64, 64, 128, 0, 0, INGOT_DTYPE_BF16};
+  fz_build(&s, g);
+  int steps = 0;
+  while (r->n > 0 && steps++ < 24) {
+    uint8_t op = fz_u8(r);
+    ingot_tensor_desc *tensors[] = {&g->q, &g->k, &g->v, &g->o, &g->lse, &g->seq_lens, &g->page_table};
+    ingot_tensor_desc *t = tensors[(op >> 5) % 7];
+    switch (op % 24) {
+    case 0: s.B = fz_i64(r); fz_build(&s, g); break;
+    case 1:
+      s.Hkv = fz_i64(r);
+      if (__builtin_mul_overflow(s.Hkv, (int64_t)(1 + fz_u8(r) % 9), &s.Hq)) s.Hq = INT64_MAX;
+      fz_build(&s, g);
+      break;
+    case 2: s.Hq = fz_i64(r); fz_build(&s, g); break;
+    case 3: s.Sq = fz_i64(r); fz_build(&s, g); break;
+    case 4: s.D = fz_i64(r); fz_build(&s, g); break;
+    case 5: s.capacity = fz_i64(r); fz_build(&s, g); break;
+    case 6: /* paged, with a page table that covers the capacity when it can */
+      s.paged = !s.paged;
+      s.page_size = fz_i64(r);
+      if (s.page_size > 0 && s.capacity > 0) s.max_pages = (s.capacity - 1) / s.page_size + 1;
+      s.num_pages = s.max_pages > 0 && s.max_pages < INT64_MAX / 2 ? s.max_pages * 2 : 1;
+      fz_build(&s, g);
+      break;
+    case 7: s.max_pages = fz_i64(r); fz_build(&s, g); break;
+    case 8: s.lse = !s.lse; fz_build(&s, g); break;
+    case 9: s.dtype = (ingot_dtype)(fz_u8(r) % 7); fz_build(&s, g); break;
+    case 10: g->mask = (ingot_mask)(fz_u8(r) % 3); break;
+    case 11: g->mask_align = (ingot_mask_align)(fz_u8(r) % 3); break;
+    case 12: g->kv_layout = (ingot_kv_layout)(fz_u8(r) % 3); break;
+    case 13: {
+      static const float kScales[] = {0.0f, -1.0f, 1e38f, 1e-45f, __builtin_inff(), -__builtin_inff(),
+                                      __builtin_nanf("")};
+      g->scale = kScales[fz_u8(r) % 7];
+      break;
+    }
+    case 14: case 15: t->dims[fz_u8(r) % INGOT_MAX_RANK] = fz_i64(r); break;
+    case 16: case 17: t->strides[fz_u8(r) % INGOT_MAX_RANK] = fz_i64(r); break;
+    case 18: t->rank = (int)(fz_u8(r) % 7) - 1; break;
+    case 19: t->dtype = (ingot_dtype)(fz_u8(r) % 7); break;
+    case 20: t->memory = (ingot_memory)(fz_u8(r) % 3); break;
+    case 21: g->capacity = fz_i64(r); break;
+    case 22: /* a row stride padded to a multiple of 8 (still dense_d) */
+    {
+      int64_t *st = &t->strides[fz_u8(r) % 3];
+      if (__builtin_mul_overflow(*st, (int64_t)(1 + fz_u8(r) % 4), st)) *st = INT64_MAX;
+      break;
+    }
+    default: fz_contiguous(t); break;
+    }
+  }
+}
+
+/* ---- plan invariants (docs/INTERNALS.md section 5) ------------------------ */
+typedef unsigned __int128 fz_u128;
+
+/* Checks an INGOT_OK plan against the kernel metadata, the graph and the
+ * device caps it was planned with. Everything is recomputed in 128 bits, so a
+ * value the stub truncated or wrapped differs. */
+static inline void fz_check_plan(const ingot_ad_kernel_meta *m, const ingot_attention_graph *g,
+                                 const ingot_device_caps *caps, const ingot_dispatch_plan *p) {
+  const int64_t B = g->q.dims[0], Hq = g->q.dims[1], Sq = g->q.dims[2], D = g->q.dims[3];
+  const int64_t Hkv = g->k.dims[2];
+  FZ_REQUIRE(B >= 1 && Hkv >= 1 && Sq >= 1 && D >= 1, "B %lld Hkv %lld Sq %lld D %lld", (long long)B,
+             (long long)Hkv, (long long)Sq, (long long)D);
+  FZ_REQUIRE((fz_u128)Hq == (fz_u128)Hkv * (fz_u128)(int64_t)m->group, "Hq %lld Hkv %lld group %d",
+             (long long)Hq, (long long)Hkv, m->group);
+  FZ_REQUIRE(D == m->head_dim && Sq <= m->max_sq, "D %lld head_dim %d Sq %lld max_sq %d", (long long)D,
+             m->head_dim, (long long)Sq, m->max_sq);
+  FZ_REQUIRE(p->num_splits >= 1 && p->num_splits <= m->max_splits, "splits %d max_splits %d", p->num_splits,
+             m->max_splits);
+  const fz_u128 splits = (fz_u128)p->num_splits;
+  FZ_REQUIRE(p->num_launches == (p->num_splits > 1 ? 2 : 1), "launches %d splits %d", p->num_launches,
+             p->num_splits);
+  FZ_REQUIRE(m->rows >= 1 && m->waves >= 1, "rows %d waves %d", m->rows, m->waves);
+  const fz_u128 rows_total = (fz_u128)(uint64_t)m->group * (uint64_t)m->max_sq;
+  const fz_u128 row_blocks = (rows_total + (uint64_t)m->rows - 1) / (uint64_t)m->rows;
+  const fz_u128 threads = (fz_u128)(uint64_t)m->waves * (uint64_t)caps->wave_size;
+  const ingot_launch *split = &p->launches[0];
+  const fz_u128 split_x = splits * (uint64_t)Hkv * row_blocks;
+  FZ_REQUIRE(split->entry == 0, "split entry %d", split->entry);
+  FZ_REQUIRE(split->grid[0] == split_x && split->grid[1] == 1 && (int64_t)split->grid[2] == B,
+             "split grid (%u, %u, %u), expected (%.0f, 1, %lld)", split->grid[0], split->grid[1],
+             split->grid[2], (double)split_x, (long long)B);
+  /* Device limits (CUDA and HIP): x < 2^31, y and z <= 65535, <= 1024 threads. */
+  FZ_REQUIRE(split->grid[0] >= 1 && split->grid[0] <= INT32_MAX && split->grid[2] <= 65535,
+             "split grid (%u, %u, %u) outside the device limits", split->grid[0], split->grid[1],
+             split->grid[2]);
+  FZ_REQUIRE(split->block[0] == threads && split->block[1] == 1 && split->block[2] == 1 && threads <= 1024,
+             "block (%u, %u, %u), expected %llu threads", split->block[0], split->block[1], split->block[2],
+             (unsigned long long)threads);
+  fz_u128 ws = 0;
+  if (p->num_splits > 1) {
+    const ingot_launch *merge = &p->launches[1];
+    const fz_u128 merge_x = rows_total * (fz_u128)(D / 32);
+    FZ_REQUIRE(merge->entry == 1, "merge entry %d", merge->entry);
+    FZ_REQUIRE(merge->grid[0] == merge_x && (int64_t)merge->grid[1] == Hkv && (int64_t)merge->grid[2] == B,
+               "merge grid (%u, %u, %u), expected (%.0f, %lld, %lld)", merge->grid[0], merge->grid[1],
+               merge->grid[2], (double)merge_x, (long long)Hkv, (long long)B);
+    FZ_REQUIRE(merge->grid[0] >= 1 && merge->grid[0] <= INT32_MAX && merge->grid[1] <= 65535 &&
+                   merge->grid[2] <= 65535,
+               "merge grid (%u, %u, %u) outside the device limits", merge->grid[0], merge->grid[1],
+               merge->grid[2]);
+    FZ_REQUIRE(merge->block[0] == threads, "merge block %u", merge->block[0]);
+    /* per (b, hkv): round_up(rows_total*splits, 4) lse floats + rows_total*splits*D partial O floats */
+    const fz_u128 lse_n = rows_total * splits;
+    const fz_u128 per = (lse_n + 3) / 4 * 4 + lse_n * (uint64_t)D;
+    ws = per * (uint64_t)B * (uint64_t)Hkv * 4u;
+  }
+  FZ_REQUIRE((fz_u128)p->workspace_bytes == ws, "workspace %llu, expected %.0f",
+             (unsigned long long)p->workspace_bytes, (double)ws);
+  FZ_REQUIRE(p->capacity == g->capacity && p->sq == Sq && p->num_kv_heads == Hkv,
+             "capacity %d sq %d num_kv_heads %d", p->capacity, p->sq, p->num_kv_heads);
+  FZ_REQUIRE(p->page_size == (g->kv_layout == INGOT_KV_PAGED ? g->k.dims[1] : 0), "page_size %d", p->page_size);
+  FZ_REQUIRE(p->flags == ((g->mask == INGOT_MASK_CAUSAL ? 1 : 0) | (g->lse.rank != 0 ? 2 : 0)), "flags %d",
+             p->flags);
+}
+
+#endif

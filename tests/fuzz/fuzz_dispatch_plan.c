@@ -1,0 +1,85 @@
+/* fuzz_dispatch_plan: the generated dispatch stub of the attention_decode pack
+ * (generated/attention_decode/dispatch, planning logic in
+ * templates/ingot_attention_decode_dispatch.h), called directly, the way a
+ * provider's runtime could, with extreme shapes, strides, kernel metadata and
+ * device caps, and without ingot_graph_validate in front of it. The stub must
+ * not overflow (UBSan aborts on signed overflow, shifts, bad conversions), and
+ * every INGOT_OK plan must satisfy the grid and workspace invariants of
+ * docs/INTERNALS.md 5 (fz_check_plan) and pack 196 kernarg bytes that carry
+ * the plan's scalars. Input: metadata, caps, then graph mutations. */
+#include "fuzz_common.h"
+
+extern const ingot_dispatch_entry ingot_attention_decode_dispatch;
+
+static int64_t get_i64(const uint8_t *b) {
+  int64_t v;
+  memcpy(&v, b, 8);
+  return v;
+}
+
+static int32_t get_i32(const uint8_t *b) {
+  int32_t v;
+  memcpy(&v, b, 4);
+  return v;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  fz_reader r = {data, size};
+  const ingot_dispatch_entry *e = &ingot_attention_decode_dispatch;
+  /* Metadata: the seed kernel's, then overridden field by field; the loader
+   * admits 1..INT32_MAX for the int fields, the stub is asked about any int. */
+  ingot_ad_kernel_meta m = {INGOT_DTYPE_BF16, 128, 4, 1, 4, 4, 16, 256, 0, 0};
+  int *fields[] = {&m.dtype, &m.head_dim, &m.group, &m.max_sq, &m.rows,
+                   &m.waves, &m.tokens_per_wave, &m.max_splits, &m.paged, &m.lse};
+  uint8_t which = fz_u8(&r);
+  for (int i = 0; i < 10; ++i)
+    if (which & (1u << (i % 8)) && (i < 8 || (fz_u8(&r) & 1))) *fields[i] = fz_int(&r);
+  ingot_device_caps caps = {64, 304, 65536};
+  uint8_t c = fz_u8(&r);
+  if (c & 1) caps.wave_size = (c & 2) ? 32 : fz_int(&r);
+  if (c & 4) caps.compute_units = fz_int(&r);
+  ingot_attention_graph g;
+  fz_decode_graph(&r, &g);
+  if ((c & 8) && g.q.rank == 4) { /* make the metadata agree with the graph, to get past the checks */
+    m.head_dim = g.q.dims[3] > 0 && g.q.dims[3] <= INT32_MAX ? (int)g.q.dims[3] : m.head_dim;
+    if (g.k.dims[2] > 0 && g.q.dims[1] % g.k.dims[2] == 0 && g.q.dims[1] / g.k.dims[2] <= INT32_MAX)
+      m.group = (int)(g.q.dims[1] / g.k.dims[2]);
+    m.paged = g.kv_layout == INGOT_KV_PAGED;
+    m.lse = g.lse.rank != 0;
+  }
+
+  ingot_dispatch_plan p;
+  char err[256];
+  err[0] = 0;
+  ingot_status s = e->plan(&m, &g, &caps, &p, err, (c & 16) ? 7 : sizeof err);
+  if (s != INGOT_OK) {
+    FZ_REQUIRE(s == INGOT_INVALID_ARGUMENT, "status %d", (int)s);
+    FZ_REQUIRE(err[0] != 0, "a refused plan without a message");
+    return 0;
+  }
+  fz_check_plan(&m, &g, &caps, &p);
+
+  /* pack: every launch gives 196 bytes whose scalars are the plan's. */
+  static const uint8_t q[16] __attribute__((aligned(16)));
+  ingot_attention_buffers b = {q, q, q, (void *)q, NULL, (const int32_t *)q, NULL};
+  for (int i = 0; i < p.num_launches; ++i) {
+    uint8_t args[INGOT_MAX_KERNARG_BYTES];
+    size_t n = 0;
+    FZ_REQUIRE(e->pack(&p, i, &b, NULL, args, sizeof args, &n, err, sizeof err) == INGOT_OK, "pack: %s", err);
+    FZ_REQUIRE(n == e->kernarg_size && n == 196, "packed %zu bytes", n);
+    FZ_REQUIRE(get_i64(args + 64) == p.q_stride[0] && get_i64(args + 96) == p.k_stride[1] &&
+                   get_i64(args + 152) == p.o_stride[2] && get_i64(args + 160) == p.page_table_stride,
+               "strides not packed as planned");
+    FZ_REQUIRE(get_i32(args + 168) == p.capacity && get_i32(args + 172) == p.page_size &&
+                   get_i32(args + 176) == p.sq && get_i32(args + 180) == p.num_splits &&
+                   get_i32(args + 184) == p.num_kv_heads && get_i32(args + 188) == p.flags,
+               "scalars not packed as planned");
+  }
+  uint8_t small[8];
+  size_t n = 0;
+  FZ_REQUIRE(e->pack(&p, p.num_launches, &b, NULL, small, sizeof small, &n, err, sizeof err) != INGOT_OK,
+             "pack accepted launch %d of %d", p.num_launches, p.num_launches);
+  FZ_REQUIRE(e->pack(&p, 0, &b, NULL, small, sizeof small, &n, err, sizeof err) != INGOT_OK,
+             "pack wrote 196 bytes into an 8-byte buffer");
+  return 0;
+}
