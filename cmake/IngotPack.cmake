@@ -2,21 +2,38 @@
 #   YAML config -> generator -> HIP sources, dispatch stub, descriptors
 #   -> clang-22 (gfx942, gfx950) and nvcc (sm_90) code objects
 #   -> `ingot package`: the packaged pack folder the runtime opens.
-# Used by ingot's own build and, installed, by provider builds.
+# Used by ingot's own build and, installed, by provider builds (ingotConfig.cmake).
 #
-# Needs: INGOT_PYTHON (a python3 with jinja2 and yaml), INGOT_GENERATOR_DIR
-# (where the `ingot` package is), INGOT_TEMPLATE_DIR, INGOT_CLANG, INGOT_READELF,
-# and INGOT_NVCC (empty: sm_90 is skipped).
+#   ingot_add_pack(NAME <pack> CONFIG <file.yaml> OUTPUT_DIR <pack folder>
+#                  [ARCHS <arch>...]            default: the config's archs
+#                  [GENERATED_ROOT <dir>]       default: <current binary dir>/ingot_generated
+#                  [DISPATCH_SOURCES <var>])    receives the generated dispatch stub (.c)
+#
+# Targets: ingot_pack_<pack> (ALL: generate, compile, package), ingot_generate_<pack>,
+# and, where C is enabled, ingot_dispatch_<pack>: an OBJECT library (built only when
+# linked) holding the pack's dispatch stub. Link it into the executable (or shared
+# library) that opens the pack: it exports the stub's symbol ingot_<pack>_dispatch
+# to the dynamic symbol table (like ENABLE_EXPORTS, for that one symbol), where the
+# runtime finds it with dlsym.
+#
+# Needs: INGOT_GENERATOR_DIR (where the `ingot` package is), INGOT_TEMPLATE_DIR,
+# INGOT_DISPATCH_INCLUDE_DIRS (where dispatch.h and ingot/ingot.h are); finds the
+# toolchain with ingot_find_tools() (IngotTools.cmake).
 
 include_guard(GLOBAL)
+include("${CMAKE_CURRENT_LIST_DIR}/IngotTools.cmake")
 
 function(ingot_add_pack)
   cmake_parse_arguments(P "" "NAME;CONFIG;GENERATED_ROOT;OUTPUT_DIR;DISPATCH_SOURCES" "ARCHS" ${ARGN})
-  foreach(req NAME CONFIG GENERATED_ROOT OUTPUT_DIR)
+  foreach(req NAME CONFIG OUTPUT_DIR)
     if(NOT P_${req})
       message(FATAL_ERROR "ingot_add_pack: missing ${req}")
     endif()
   endforeach()
+  if(NOT P_GENERATED_ROOT)
+    set(P_GENERATED_ROOT "${CMAKE_CURRENT_BINARY_DIR}/ingot_generated")
+  endif()
+  ingot_find_tools()
   get_filename_component(config "${P_CONFIG}" ABSOLUTE)
   set(env ${CMAKE_COMMAND} -E env "PYTHONPATH=${INGOT_GENERATOR_DIR}" "INGOT_TEMPLATE_DIR=${INGOT_TEMPLATE_DIR}")
 
@@ -65,7 +82,8 @@ function(ingot_add_pack)
     list(APPEND gen_outputs "${gen_dir}/${f}")
   endforeach()
   file(GLOB_RECURSE generator_sources CONFIGURE_DEPENDS "${INGOT_GENERATOR_DIR}/ingot/*.py")
-  file(GLOB templates CONFIGURE_DEPENDS "${INGOT_TEMPLATE_DIR}/*")
+  # The generator reads the Jinja templates; the headers beside them are the compilers' business.
+  file(GLOB templates CONFIGURE_DEPENDS "${INGOT_TEMPLATE_DIR}/*.j2")
   add_custom_command(
     OUTPUT ${gen_outputs}
     COMMAND ${env} ${INGOT_PYTHON} -m ingot generate --quiet --out "${P_GENERATED_ROOT}" "${config}"
@@ -75,24 +93,29 @@ function(ingot_add_pack)
 
   set(obj_root "${CMAKE_CURRENT_BINARY_DIR}/ingot_objects/${P_NAME}")
   set(objects)
-  file(GLOB headers CONFIGURE_DEPENDS "${INGOT_TEMPLATE_DIR}/*.h")
   math(EXPR last "${n_inst} - 1")
   foreach(i RANGE ${last})
     string(JSON inst GET "${listing}" 0 instances ${i})
     foreach(a IN LISTS archs)
       set(src "${gen_dir}/kernels/${a}/${inst}.hip")
+      # `depfile`: each compile also writes the headers it read, so a header edit rebuilds
+      # the kernels that include it and nothing else.
       if(a MATCHES "^sm_")
         set(obj "${obj_root}/${a}/${inst}.${a}.cubin")
         set(cmd ${INGOT_NVCC} -x cu -std=c++17 -cubin -arch=${a} -O3 -I "${INGOT_TEMPLATE_DIR}" -o "${obj}" "${src}")
+        set(depfile -MD -MF "${obj}.d")
       else()
         set(obj "${obj_root}/${a}/${inst}.${a}.co")
         set(cmd ${INGOT_CLANG} -x hip -std=c++17 --offload-arch=${a} -nogpuinc -nogpulib --cuda-device-only
                 --no-gpu-bundle-output -O3 -I "${INGOT_TEMPLATE_DIR}" -o "${obj}" "${src}")
+        # clang's driver writes no depfile for a device-only job (-MD); cc1 does, asked directly.
+        set(depfile -Xclang -dependency-file -Xclang "${obj}.d" -Xclang -MT -Xclang "${obj}")
       endif()
       add_custom_command(OUTPUT "${obj}"
                          COMMAND ${CMAKE_COMMAND} -E make_directory "${obj_root}/${a}"
-                         COMMAND ${cmd}
-                         DEPENDS "${src}" ${headers}
+                         COMMAND ${cmd} ${depfile}
+                         DEPENDS "${src}"
+                         DEPFILE "${obj}.d"
                          COMMENT "ingot: ${inst} for ${a}"
                          VERBATIM)
       list(APPEND objects "${obj}")
@@ -110,8 +133,24 @@ function(ingot_add_pack)
     VERBATIM)
   add_custom_target(ingot_pack_${P_NAME} ALL DEPENDS "${stamp}")
   add_custom_target(ingot_generate_${P_NAME} DEPENDS ${gen_outputs})
+  set(stub "${gen_dir}/dispatch/${P_NAME}_dispatch.c")
   if(P_DISPATCH_SOURCES)
-    set(${P_DISPATCH_SOURCES} "${gen_dir}/dispatch/${P_NAME}_dispatch.c" PARENT_SCOPE)
+    set(${P_DISPATCH_SOURCES} "${stub}" PARENT_SCOPE)
+  endif()
+  get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+  if("C" IN_LIST languages)
+    add_library(ingot_dispatch_${P_NAME} OBJECT EXCLUDE_FROM_ALL "${stub}")
+    # dispatch.h and ingot/ingot.h; the stub's own header; the planning header beside the templates.
+    target_include_directories(ingot_dispatch_${P_NAME} PRIVATE ${INGOT_DISPATCH_INCLUDE_DIRS}
+                               "${gen_dir}/dispatch" "${INGOT_TEMPLATE_DIR}")
+    set_target_properties(ingot_dispatch_${P_NAME} PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON
+                          POSITION_INDEPENDENT_CODE ON)
+    add_dependencies(ingot_dispatch_${P_NAME} ingot_generate_${P_NAME})
+    target_link_options(ingot_dispatch_${P_NAME} INTERFACE
+                        "LINKER:--export-dynamic-symbol=ingot_${P_NAME}_dispatch")
+  else()
+    message(STATUS "ingot_add_pack(${P_NAME}): C is not enabled, so no target ingot_dispatch_${P_NAME}; "
+                   "compile DISPATCH_SOURCES into the program and export ingot_${P_NAME}_dispatch")
   endif()
   set_property(GLOBAL APPEND PROPERTY INGOT_PACK_DIRS "${P_OUTPUT_DIR}")
 endfunction()

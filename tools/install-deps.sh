@@ -3,7 +3,7 @@
 # Idempotent: does nothing (and needs no root) when everything is there.
 set -euo pipefail
 pkgs=(clang-22 lld-22 llvm-22 libjansson-dev libssl-dev libamdhip64-5 cmake ninja-build
-      python3-jinja2 python3-yaml python3-jsonschema libclang-rt-22-dev valgrind)
+      python3-jinja2 python3-yaml python3-jsonschema libclang-rt-22-dev valgrind pkgconf)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

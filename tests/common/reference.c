@@ -33,17 +33,14 @@ static uint32_t float_to_bits(float f) {
 }
 
 static float half_to_float(uint16_t h) {
-  const uint32_t sign = (uint32_t)(h >> 15);
-  const int exp = (h >> 10) & 0x1f;
-  const int mant = h & 0x3ff;
-  float mag;
-  if (exp == 0)
-    mag = ldexpf((float)mant, -24); /* zero or subnormal */
-  else if (exp == 31)
-    mag = mant ? NAN : INFINITY;
-  else
-    mag = ldexpf((float)(1024 + mant), exp - 25);
-  return sign ? -mag : mag;
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (exp == 0) { /* zero or subnormal: mant * 2^-24, exact in float */
+    const float mag = (float)mant * 0x1p-24f;
+    return sign ? -mag : mag;
+  }
+  if (exp == 31) return bits_to_float(sign | 0x7f800000u | (mant << 13)); /* Inf, NaN */
+  return bits_to_float(sign | ((exp + 112u) << 23) | (mant << 13));        /* rebias 15 -> 127 */
 }
 
 static uint16_t float_to_half(float x) {
