@@ -242,7 +242,7 @@ INGOT_DEVICE void finish_split(SplitShared<T> &sh, int tid, int b, int hkv, int 
 template <class T>
 INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
   constexpr int R = T::kRows, LPT = T::kLanesPerToken, NL = T::kLoads, TPL = T::kTokensPerLoad;
-  constexpr int C = T::kChunk, DT = T::kDType, D = T::kHeadDim;
+  constexpr int C = T::kChunk, DT = T::kDType;
   INGOT_SHARED SplitShared<T> sh;
 
   const int tid = thread_id();
@@ -426,6 +426,11 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
       }
     }
   }
+  // This workgroup's loads are done: the merge grid (launched programmatically)
+  // may be scheduled now instead of after the last exit; it waits for this
+  // grid's completion before it reads the workspace. Triggering at the start
+  // would let waiting merge workgroups take slots from a second split wave.
+  launch_dependents();
   finish_split<T>(sh, tid, b, hkv, split, row0, INGOT_AD_ARGS);
 }
 
@@ -613,14 +618,16 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
       sh.wave_sum[wave][g] = run_sum;
     }
   }
+  // This workgroup's loads are done: the merge grid (launched programmatically)
+  // may be scheduled now instead of after the last exit; it waits for this
+  // grid's completion before it reads the workspace. Triggering at the start
+  // would let waiting merge workgroups take slots from a second split wave.
+  launch_dependents();
   finish_split<T>(sh, tid, b, hkv, split, row0, INGOT_AD_ARGS);
 }
 
 template <class T>
 INGOT_DEVICE void decode_split(INGOT_AD_PARAMS) {
-  // The merge grid (launched programmatically) may be scheduled now; it waits
-  // for this grid's completion before it reads the workspace.
-  launch_dependents();
   if constexpr (T::kUseMma) {
     decode_split_mma<T>(INGOT_AD_ARGS);
   } else {

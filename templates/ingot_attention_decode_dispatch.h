@@ -12,9 +12,10 @@
 #include "dispatch.h"
 
 typedef struct ingot_ad_policy {
-  int ctas_per_cu;         /* split kernel workgroups to aim for per compute unit */
-  int min_tiles_per_split; /* a segment covers at least this many tiles of capacity */
-  int kernel_max_splits;   /* the kernels' own limit (kMaxSplits) */
+  int ctas_per_cu;           /* resident split workgroups per CU when the device cannot say */
+  int min_tiles_per_split;   /* a segment covers at least this many tiles of capacity */
+  int max_tokens_per_split;  /* longer caches get more segments, in whole waves */
+  int kernel_max_splits;     /* the kernels' own limit (kMaxSplits) */
 } ingot_ad_policy;
 
 /* Writes one kernarg; the static assertion ties the generated signature's size
@@ -93,9 +94,19 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   const int64_t rows_total = (int64_t)m->group * m->max_sq;
   const int64_t row_blocks = ingot_ad_ceil_div(rows_total, m->rows);
   const int64_t tile = (int64_t)m->waves * m->tokens_per_wave;
+  /* Segments come in whole waves of the device's resident workgroups: a partial
+   * last wave would leave CUs idle while it runs. One wave, unless a segment
+   * would then cover more than max_tokens_per_split of the capacity. */
   const int64_t cus = caps->compute_units > 0 ? caps->compute_units : 132;
+  const int64_t resident = cus * (caps->blocks_per_cu > 0 ? caps->blocks_per_cu : pol->ctas_per_cu);
   const int64_t base = B * Hkv * row_blocks; /* <= 65535^2 * 64: no overflow in 64 bits */
-  int64_t splits = ingot_ad_ceil_div(cus * pol->ctas_per_cu, base);
+  int64_t splits = 1;
+  if (base < resident) { /* else the sequences and heads alone fill the device */
+    const int64_t per_wave = resident / base;
+    int64_t waves = ingot_ad_ceil_div(g->capacity, per_wave * pol->max_tokens_per_split);
+    if (waves < 1) waves = 1;
+    splits = per_wave * waves;
+  }
   const int64_t by_len = ingot_ad_ceil_div(g->capacity, tile * pol->min_tiles_per_split);
   if (splits > by_len) splits = by_len;
   if (splits > m->max_splits) splits = m->max_splits;

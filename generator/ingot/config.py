@@ -44,7 +44,8 @@ def _schema(family):
         }), unique=False), True, None),
         "knobs": (Map({k: (v, k not in ad.OPTIONAL_KNOBS, ad.OPTIONAL_KNOBS.get(k))
                        for k, v in family.knobs.items()}), True, None),
-        "split": (family.split, False, {"ctas_per_cu": 2, "min_tiles_per_split": 1}),
+        "split": (family.split, False, {"ctas_per_cu": 2, "min_tiles_per_split": 1,
+                                             "max_tokens_per_split": 4096}),
         "behavior_notes": (List(Str(max_len=256), min_len=0), False, []),
         "variants": (List(_variant_schema(family)), True, None),
     })

@@ -30,8 +30,9 @@ typedef struct ingot_backend_ops {
   ingot_status (*function_get)(ingot_backend_device *dev, ingot_backend_module mod,
                                const char *symbol, ingot_backend_function *out, char *err,
                                size_t err_size);
-  /* Kernarg layout as the code object reports it (cuFuncGetParamInfo on CUDA);
-   * count 0 with INGOT_OK where the driver cannot say. */
+  /* Kernarg layout as the code object reports it (cuFuncGetParamInfo on CUDA):
+   * parameters 0..max-1 at most, count = how many exist among them; count 0
+   * with INGOT_OK where the driver cannot say. */
   ingot_status (*function_params)(ingot_backend_device *dev, ingot_backend_function fn,
                                   size_t *offsets, size_t *sizes, int max, int *count, char *err,
                                   size_t err_size);

@@ -407,19 +407,18 @@ static ingot_status cuda_function_params(ingot_backend_device *dev, ingot_backen
   if (st != INGOT_OK) return st;
   if (dev->api.cuFuncGetParamInfo == NULL) return INGOT_OK; /* driver older than 12.4 */
 
-  /* The driver answers CUDA_ERROR_INVALID_VALUE for the first index past the last parameter. */
-  for (int i = 0;; ++i) {
+  /* Reads parameters 0..max-1 and never probes past them, so a correct kernel
+   * causes no driver error (tools such as compute-sanitizer report every one).
+   * The driver answers CUDA_ERROR_INVALID_VALUE past the last parameter: a
+   * kernel with fewer parameters shows as a smaller count. A kernel with more
+   * is refused at launch, whose kernarg size must match exactly. */
+  for (int i = 0; i < max; ++i) {
     size_t offset = 0, size = 0;
     CUresult res = dev->api.cuFuncGetParamInfo((CUfunction)fn, (size_t)i, &offset, &size);
     if (res == CUDA_ERROR_INVALID_VALUE) break;
     if (res != CUDA_SUCCESS)
       return driver_fail(&dev->api, INGOT_DEVICE_ERROR, "cuFuncGetParamInfo", res, err,
                          err_size);
-    if (i >= max) {
-      set_err(err, err_size, "the kernel has more than %d parameters (the most allowed)", max);
-      *count = 0;
-      return INGOT_LIMIT_EXCEEDED;
-    }
     offsets[i] = offset;
     sizes[i] = size;
     *count = i + 1;

@@ -58,6 +58,10 @@ typedef struct ingot_code_object {
   char arch[INGOT_ARCH_NAME_BYTES];
   char *path; /* absolute, resolved, inside the pack folder */
   unsigned char sha256[32];
+  /* The split entry's resources as packaged (0 when the KDP does not say):
+   * registers per lane (VGPRs + AGPRs on AMD) and static LDS bytes. */
+  int split_registers;
+  int split_lds;
 } ingot_code_object;
 
 struct ingot_pack;
@@ -167,5 +171,6 @@ const ingot_dispatch_plan *ingot_plan_dispatch_info(const ingot_plan *plan);
 
 int ingot_arch_wave_size(const char *arch); /* 32 sm_*, 64 gfx*, 0 unknown */
 size_t ingot_arch_max_lds(const char *arch);
+int ingot_blocks_per_cu(const char *arch, const ingot_code_object *obj, int waves, int wave_size);
 
 #endif

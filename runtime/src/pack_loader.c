@@ -706,6 +706,17 @@ static int check_object(loader *L, const char *file, const char *opath, json_t *
     sscanf(sha + 2 * i, "%2x", &x);
     obj->sha256[i] = (unsigned char)x;
   }
+  /* Resources, used for planning only: absent or odd values read as unknown (0). */
+  json_t *res = json_object_get(json_object_get(json_object_get(o, "resources"), "split"), "lds");
+  obj->split_lds = json_is_integer(res) && json_integer_value(res) > 0 && json_integer_value(res) < (1 << 24)
+                       ? (int)json_integer_value(res) : 0;
+  json_t *split_res = json_object_get(json_object_get(o, "resources"), "split");
+  json_t *regs = json_object_get(split_res, "registers");
+  json_t *vgpr = json_object_get(split_res, "vgpr"), *agpr = json_object_get(split_res, "agpr");
+  int64_t r = json_is_integer(regs) ? json_integer_value(regs)
+              : (json_is_integer(vgpr) ? json_integer_value(vgpr) : 0) +
+                    (json_is_integer(agpr) ? json_integer_value(agpr) : 0);
+  obj->split_registers = r > 0 && r <= 1024 ? (int)r : 0;
   /* signature and kernarg_size against the UDD */
   int64_t ks;
   if (!get_int(L, file, o, opath, "kernarg_size", 1, INGOT_MAX_KERNARG_BYTES, &ks)) return 0;

@@ -19,6 +19,34 @@ static const ingot_code_object *object_for(const ingot_kernel *k, const char *ar
   return NULL;
 }
 
+/* Split workgroups of one kernel that fit on a CU at once, from its registers
+ * and LDS: the register file and LDS of the arch, their allocation
+ * granularity, and the thread limit. 0 when the resources are unknown. */
+int ingot_blocks_per_cu(const char *arch, const ingot_code_object *obj, int waves, int wave_size) {
+  if (obj->split_registers <= 0 || waves <= 0 || wave_size <= 0) return 0;
+  int blocks;
+  if (strncmp(arch, "sm_", 3) == 0) {
+    /* 64K registers per SM, allocated per warp in units of 256; 2048 threads; 32 blocks;
+     * 228 KiB of shared memory, 1 KiB of it reserved per block. */
+    const int per_warp = (obj->split_registers * 32 + 255) / 256 * 256;
+    blocks = 65536 / per_warp / waves;
+    const int by_threads = 2048 / (waves * wave_size);
+    if (by_threads < blocks) blocks = by_threads;
+    if (obj->split_lds > 0 && 233472 / (obj->split_lds + 1024) < blocks) blocks = 233472 / (obj->split_lds + 1024);
+    if (blocks > 32) blocks = 32;
+  } else {
+    /* CDNA3: 4 SIMDs per CU, 512 VGPRs (with AGPRs) per lane in units of 8, up to
+     * 8 waves per SIMD; LDS as the arch allows. */
+    const int vgprs = (obj->split_registers + 7) / 8 * 8;
+    int per_simd = 512 / vgprs;
+    if (per_simd > 8) per_simd = 8;
+    blocks = 4 * per_simd / waves;
+    const size_t lds = ingot_arch_max_lds(arch);
+    if (obj->split_lds > 0 && (int)(lds / (size_t)obj->split_lds) < blocks) blocks = (int)(lds / (size_t)obj->split_lds);
+  }
+  return blocks > 0 ? blocks : 0;
+}
+
 INGOT_API ingot_status ingot_plan_create(ingot_context *ctx, const ingot_attention_graph *graph,
                                          ingot_plan **out) {
   if (out != NULL) *out = NULL;
@@ -48,6 +76,10 @@ INGOT_API ingot_status ingot_plan_create(ingot_context *ctx, const ingot_attenti
   caps.wave_size = ctx->wave_size > 0 ? ctx->wave_size : ingot_arch_wave_size(arch);
   caps.compute_units = ctx->compute_units > 0 ? ctx->compute_units : INGOT_HOST_COMPUTE_UNITS;
   caps.max_lds_bytes = ingot_arch_max_lds(arch);
+  caps.blocks_per_cu = 0;
+  for (size_t i = 0; i < k->num_objects; ++i)
+    if (strcmp(k->objects[i].arch, arch) == 0)
+      caps.blocks_per_cu = ingot_blocks_per_cu(arch, &k->objects[i], k->meta.waves, caps.wave_size);
   if (caps.wave_size <= 0) {
     ingot_context_set_error(ctx, "kernel %s: arch \"%s\" has no known wave size (allowed: sm_*, gfx*)",
                             k->name, arch);
@@ -151,7 +183,7 @@ static ingot_status load_module(const ingot_context *ctx, ingot_kernel *k, char 
     }
     size_t offsets[INGOT_MAX_SIGNATURE_ARGS], sizes[INGOT_MAX_SIGNATURE_ARGS];
     int count = 0;
-    s = ops->function_params(ctx->dev, k->functions[e], offsets, sizes, INGOT_MAX_SIGNATURE_ARGS, &count, msg,
+    s = ops->function_params(ctx->dev, k->functions[e], offsets, sizes, (int)pack->num_sig, &count, msg,
                              sizeof msg);
     if (s != INGOT_OK) {
       ingot_format(err, n, "kernel %s: parameters of %s: %s", k->name, k->symbols[e], msg);

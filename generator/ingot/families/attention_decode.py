@@ -50,6 +50,7 @@ ADMIT = Map({
 SPLIT = Map({
     "ctas_per_cu": (Int(1, 64), False, 2),
     "min_tiles_per_split": (Int(1, 1 << 16), False, 1),
+    "max_tokens_per_split": (Int(64, 1 << 30), False, 4096),
 })
 
 # The kernarg signature of both entry points (templates/ingot_attention_decode.h,
