@@ -60,7 +60,7 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   const int64_t B = g->q.dims[0], Hq = g->q.dims[1], Sq = g->q.dims[2], D = g->q.dims[3];
   const int64_t Hkv = g->k.dims[2];
   const int paged = g->kv_layout == INGOT_KV_PAGED;
-  if (D != m->head_dim || D % 32)
+  if (D < 32 || D != m->head_dim || D % 32)
     return ingot_ad_error(err, err_size, "plan: head dim %lld, kernel has %d", (long long)D, m->head_dim);
   if (Hkv < 1 || Hkv > 65535 || Hq != Hkv * m->group)
     return ingot_ad_error(err, err_size, "plan: Hq %lld / Hkv %lld is not the kernel's group %d (Hkv in 1..65535)",
@@ -77,17 +77,20 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
     return ingot_ad_error(err, err_size, "plan: the kernel does not write LSE");
   if (caps->wave_size != 32 && caps->wave_size != 64)
     return ingot_ad_error(err, err_size, "plan: wave size %d (allowed: 32, 64)", caps->wave_size);
-  if (m->waves < 1 || m->tokens_per_wave < 1 || m->rows < 1 || m->max_splits < 1 ||
+  if (m->waves < 1 || m->tokens_per_wave < 1 || m->rows < 1 || m->max_splits < 1 || m->group < 1 ||
       (int64_t)m->waves * caps->wave_size > 1024)
-    return ingot_ad_error(err, err_size, "plan: kernel metadata out of range (waves %d, tokens_per_wave %d, rows %d)",
-                          m->waves, m->tokens_per_wave, m->rows);
+    return ingot_ad_error(err, err_size,
+                          "plan: kernel metadata out of range (waves %d, tokens_per_wave %d, rows %d, group %d, "
+                          "max_splits %d; allowed: >= 1, waves x wave size <= 1024)",
+                          m->waves, m->tokens_per_wave, m->rows, m->group, m->max_splits);
   int64_t page_size = 0;
   if (paged) {
     page_size = g->k.dims[1];
     if (page_size < 1 || (page_size & (page_size - 1)) || page_size > (1 << 20))
       return ingot_ad_error(err, err_size, "plan: page size %lld is not a power of two in 1..2^20",
                             (long long)page_size);
-    if (g->page_table.rank != 2 || g->page_table.dims[1] * page_size < g->capacity)
+    /* capacity <= 2^30 was checked above: no overflow in the page count */
+    if (g->page_table.rank != 2 || g->page_table.dims[1] < (g->capacity + page_size - 1) / page_size)
       return ingot_ad_error(err, err_size, "plan: the page table does not cover the capacity");
   }
 
@@ -99,10 +102,17 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
    * would then cover more than max_tokens_per_split of the capacity. */
   const int64_t cus = caps->compute_units > 0 ? caps->compute_units : 132;
   const int64_t resident = cus * (caps->blocks_per_cu > 0 ? caps->blocks_per_cu : pol->ctas_per_cu);
-  const int64_t base = B * Hkv * row_blocks; /* <= 65535^2 * 64: no overflow in 64 bits */
+  /* Grids within the device limits (x < 2^31; y, z <= 65535, checked above for
+   * B and Hkv): bounded before the products are formed. */
+  if (row_blocks > INT32_MAX / Hkv || rows_total > INT32_MAX / (D / 32))
+    return ingot_ad_error(err, err_size,
+                          "plan: grid of %lld x %lld row blocks or %lld x %lld merge blocks (allowed: < 2^31)",
+                          (long long)Hkv, (long long)row_blocks, (long long)rows_total, (long long)(D / 32));
+  const int64_t base = B * Hkv * row_blocks; /* < 2^16 * 2^31 */
   int64_t splits = 1;
   if (base < resident) { /* else the sequences and heads alone fill the device */
-    const int64_t per_wave = resident / base;
+    int64_t per_wave = resident / base;
+    if (per_wave > pol->kernel_max_splits) per_wave = pol->kernel_max_splits; /* bounds the products below */
     int64_t waves = ingot_ad_ceil_div(g->capacity, per_wave * pol->max_tokens_per_split);
     if (waves < 1) waves = 1;
     splits = per_wave * waves;
@@ -111,6 +121,7 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   if (splits > by_len) splits = by_len;
   if (splits > m->max_splits) splits = m->max_splits;
   if (splits > pol->kernel_max_splits) splits = pol->kernel_max_splits;
+  if (splits > INT32_MAX / (Hkv * row_blocks)) splits = INT32_MAX / (Hkv * row_blocks);
   if (splits < 1) splits = 1;
 
   /* Workspace (templates/ingot_attention_decode.h, workspace_block): per (sequence,
