@@ -34,10 +34,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t which = fz_u8(&r);
   for (int i = 0; i < 10; ++i)
     if (which & (1u << (i % 8)) && (i < 8 || (fz_u8(&r) & 1))) *fields[i] = fz_int(&r);
-  ingot_device_caps caps = {64, 304, 65536};
+  ingot_device_caps caps = {64, 304, 65536, 0};
   uint8_t c = fz_u8(&r);
   if (c & 1) caps.wave_size = (c & 2) ? 32 : fz_int(&r);
   if (c & 4) caps.compute_units = fz_int(&r);
+  if (c & 16) caps.blocks_per_cu = fz_int(&r); /* resident workgroups per CU: any int */
   ingot_attention_graph g;
   fz_decode_graph(&r, &g);
   if ((c & 8) && g.q.rank == 4) { /* make the metadata agree with the graph, to get past the checks */
