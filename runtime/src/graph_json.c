@@ -19,25 +19,10 @@ static ingot_status bad(gj *J, const char *path, const char *fmt, const char *a,
   return INGOT_INVALID_ARGUMENT;
 }
 
-static const char *type_of(json_t *v) {
-  if (v == NULL) return "missing";
-  switch (json_typeof(v)) {
-  case JSON_OBJECT: return "an object";
-  case JSON_ARRAY: return "a list";
-  case JSON_STRING: return "a string";
-  case JSON_INTEGER: return "an integer";
-  case JSON_REAL: return "a real number";
-  case JSON_TRUE:
-  case JSON_FALSE: return "a boolean";
-  case JSON_NULL: return "null";
-  }
-  return "?";
-}
-
 /* Maps a string value to one of names[] (index = enum value offset). */
 static ingot_status pick(gj *J, const char *path, json_t *v, const char *const *names, int count,
                          const char *allowed, int *out) {
-  if (!json_is_string(v)) return bad(J, path, "%s (allowed: %s)", type_of(v), allowed);
+  if (!json_is_string(v)) return bad(J, path, "%s (allowed: %s)", ingot_json_type_name(v), allowed);
   for (int i = 0; i < count; ++i)
     if (names[i] && !strcmp(json_string_value(v), names[i])) {
       *out = i;
@@ -75,7 +60,7 @@ static ingot_status int_list(gj *J, const char *path, json_t *a, int64_t *out, i
     else ingot_format(want, sizeof want, "a list of 1..%d integers", INGOT_MAX_RANK);
     char got[64];
     if (json_is_array(a)) ingot_format(got, sizeof got, "a list of %zu", json_array_size(a));
-    else ingot_format(got, sizeof got, "%s", type_of(a));
+    else ingot_format(got, sizeof got, "%s", ingot_json_type_name(a));
     return bad(J, path, "%s (allowed: %s)", got, want);
   }
   size_t i;
@@ -86,7 +71,7 @@ static ingot_status int_list(gj *J, const char *path, json_t *a, int64_t *out, i
     if (!json_is_integer(x) || json_integer_value(x) < min) {
       char got[64], want[48];
       if (json_is_integer(x)) ingot_format(got, sizeof got, "%lld", (long long)json_integer_value(x));
-      else ingot_format(got, sizeof got, "%s", type_of(x));
+      else ingot_format(got, sizeof got, "%s", ingot_json_type_name(x));
       ingot_format(want, sizeof want, "an integer >= %lld", (long long)min);
       return bad(J, p, "%s (allowed: %s)", got, want);
     }
@@ -108,7 +93,7 @@ static void contiguous_strides(ingot_tensor_desc *t) {
 
 static ingot_status tensor(gj *J, const char *name, json_t *v, ingot_tensor_desc *t) {
   memset(t, 0, sizeof(*t));
-  if (!json_is_object(v)) return bad(J, name, "%s (allowed: an object {dtype, dims, strides?, memory?})", type_of(v), "");
+  if (!json_is_object(v)) return bad(J, name, "%s (allowed: an object {dtype, dims, strides?, memory?})", ingot_json_type_name(v), "");
   static const char *const keys[] = {"dtype", "dims", "strides", "memory", NULL};
   ingot_status s = check_keys(J, name, v, keys);
   if (s != INGOT_OK) return s;
@@ -153,7 +138,7 @@ INGOT_API ingot_status ingot_graph_from_json(const char *text, size_t len, ingot
   ingot_status s = INGOT_OK;
   static const char *const keys[] = {"q", "k", "v", "o", "lse", "seq_lens", "page_table", "kv_layout",
                                      "capacity", "mask", "mask_align", "scale", NULL};
-  if (!json_is_object(root)) s = bad(&J, "(top level)", "%s (allowed: an object)", type_of(root), "");
+  if (!json_is_object(root)) s = bad(&J, "(top level)", "%s (allowed: an object)", ingot_json_type_name(root), "");
   if (s == INGOT_OK) s = check_keys(&J, "", root, keys);
   if (s == INGOT_OK) s = tensor(&J, "q", json_object_get(root, "q"), &g.q);
   if (s == INGOT_OK) s = tensor(&J, "k", json_object_get(root, "k"), &g.k);
@@ -191,7 +176,7 @@ INGOT_API ingot_status ingot_graph_from_json(const char *text, size_t len, ingot
     if (!json_is_integer(v) || json_integer_value(v) < 1) {
       char got[48];
       if (json_is_integer(v)) ingot_format(got, sizeof got, "%lld", (long long)json_integer_value(v));
-      else ingot_format(got, sizeof got, "%s", type_of(v));
+      else ingot_format(got, sizeof got, "%s", ingot_json_type_name(v));
       s = bad(&J, "capacity", "%s (allowed: an integer >= 1, tokens each sequence may hold)", got, "");
     } else {
       g.capacity = json_integer_value(v);
@@ -201,7 +186,7 @@ INGOT_API ingot_status ingot_graph_from_json(const char *text, size_t len, ingot
     v = json_object_get(root, "scale");
     if (v == NULL) g.scale = g.q.rank == 4 ? (float)(1.0 / sqrt((double)g.q.dims[3])) : 1.0f;
     else if (!json_is_number(v) || !isfinite(json_number_value(v)))
-      s = bad(&J, "scale", "%s (allowed: a finite number; default 1/sqrt(head_dim))", type_of(v), "");
+      s = bad(&J, "scale", "%s (allowed: a finite number; default 1/sqrt(head_dim))", ingot_json_type_name(v), "");
     else g.scale = (float)json_number_value(v);
   }
   json_decref(root);

@@ -41,6 +41,8 @@ const char *ingot_strbuf_str(const ingot_strbuf *sb); /* never NULL */
 
 /* snprintf into a fixed buffer that may be NULL or of size 0. */
 void ingot_format(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The JSON type of a value as error messages name it ("missing" for NULL). */
+const char *ingot_json_type_name(json_t *v);
 
 /* ---- descriptors as loaded ------------------------------------------------ */
 typedef struct ingot_sig_arg {

@@ -62,21 +62,6 @@ static int fail(loader *L, ingot_status st, const char *file, const char *path, 
 
 /* ---- typed field access ------------------------------------------------- */
 
-static const char *json_type_name(json_t *v) {
-  if (v == NULL) return "missing";
-  switch (json_typeof(v)) {
-  case JSON_OBJECT: return "an object";
-  case JSON_ARRAY: return "a list";
-  case JSON_STRING: return "a string";
-  case JSON_INTEGER: return "an integer";
-  case JSON_REAL: return "a real number";
-  case JSON_TRUE:
-  case JSON_FALSE: return "a boolean";
-  case JSON_NULL: return "null";
-  }
-  return "?";
-}
-
 static void join_path(char *out, size_t size, const char *parent, const char *key) {
   if (parent == NULL || parent[0] == '\0') ingot_format(out, size, "%s", key);
   else ingot_format(out, size, "%s.%s", parent, key);
@@ -84,7 +69,7 @@ static void join_path(char *out, size_t size, const char *parent, const char *ke
 
 static int check_string_value(loader *L, const char *file, const char *path, json_t *v) {
   if (!json_is_string(v))
-    return fail(L, INGOT_INVALID_PACK, file, path, "%s (allowed: a string)", json_type_name(v));
+    return fail(L, INGOT_INVALID_PACK, file, path, "%s (allowed: a string)", ingot_json_type_name(v));
   if (json_string_length(v) > INGOT_MAX_STRING_BYTES)
     return fail(L, INGOT_LIMIT_EXCEEDED, file, path, "string of %zu bytes (allowed: at most %d bytes)",
                 json_string_length(v), INGOT_MAX_STRING_BYTES);
@@ -111,7 +96,7 @@ static int get_int(loader *L, const char *file, json_t *obj, const char *parent,
   json_t *v = json_object_get(obj, key);
   if (!json_is_integer(v))
     return fail(L, INGOT_INVALID_PACK, file, path, "%s (allowed: an integer in %lld..%lld)",
-                json_type_name(v), (long long)lo, (long long)hi);
+                ingot_json_type_name(v), (long long)lo, (long long)hi);
   int64_t x = json_integer_value(v);
   if (x < lo || x > hi)
     return fail(L, INGOT_INVALID_PACK, file, path, "%lld (allowed: %lld..%lld)", (long long)x,
@@ -126,7 +111,7 @@ static json_t *get_typed(loader *L, const char *file, json_t *obj, const char *p
   join_path(path, sizeof path, parent, key);
   json_t *v = json_object_get(obj, key);
   if (v == NULL || json_typeof(v) != type) {
-    fail(L, INGOT_INVALID_PACK, file, path, "%s (allowed: %s)", json_type_name(v), allowed);
+    fail(L, INGOT_INVALID_PACK, file, path, "%s (allowed: %s)", ingot_json_type_name(v), allowed);
     return NULL;
   }
   return v;
@@ -344,7 +329,7 @@ static int load_documents(loader *L) {
     }
     if (!json_is_object(doc)) {
       ok = fail(L, INGOT_INVALID_PACK, names[i], "", "top level is %s (allowed: an object)",
-                json_type_name(doc));
+                ingot_json_type_name(doc));
       break;
     }
     const char *id, *name;
@@ -402,7 +387,7 @@ static int check_kmd(loader *L, const doc_entry *e) {
   char path[64], tpath[80];
   json_array_foreach(fields, i, f) {
     ingot_format(path, sizeof path, "fields[%zu]", i);
-    if (!json_is_object(f)) return fail(L, INGOT_INVALID_PACK, e->file, path, "%s (allowed: an object)", json_type_name(f));
+    if (!json_is_object(f)) return fail(L, INGOT_INVALID_PACK, e->file, path, "%s (allowed: an object)", ingot_json_type_name(f));
     kmd_field *kf = &L->kmd_fields[i];
     if (!get_string(L, e->file, f, path, "name", &kf->name)) return 0;
     if (!get_string(L, e->file, f, path, "type", &kf->type)) return 0;
@@ -419,7 +404,7 @@ static int check_kmd(loader *L, const doc_entry *e) {
     if (kf->default_value != NULL && !kmd_type_ok(kf->type, kf->default_value)) {
       ingot_format(tpath, sizeof tpath, "%s.default_value", path);
       return fail(L, INGOT_INVALID_PACK, e->file, tpath, "%s (allowed: a value of type %s)",
-                  json_type_name(kf->default_value), kf->type);
+                  ingot_json_type_name(kf->default_value), kf->type);
     }
     L->num_kmd_fields = i + 1;
   }
@@ -491,7 +476,7 @@ static int check_udd(loader *L, const doc_entry *e, ingot_pack *pack) {
     ingot_format(path, sizeof path, "signature[%zu]", i);
     const char *name, *kind;
     int64_t size, offset;
-    if (!json_is_object(a)) return fail(L, INGOT_INVALID_PACK, e->file, path, "%s (allowed: an object)", json_type_name(a));
+    if (!json_is_object(a)) return fail(L, INGOT_INVALID_PACK, e->file, path, "%s (allowed: an object)", ingot_json_type_name(a));
     if (!get_string(L, e->file, a, path, "name", &name) || !get_string(L, e->file, a, path, "kind", &kind) ||
         !get_int(L, e->file, a, path, "size", 1, kernarg_size, &size) ||
         !get_int(L, e->file, a, path, "offset", 0, kernarg_size - 1, &offset))
@@ -537,14 +522,14 @@ static int check_ued(loader *L, const doc_entry *e, const doc_entry **kmd) {
   if ((*kmd = resolve(L, e->file, "metadata", s, DOC_KMD)) == NULL) return 0;
   json_t *h = json_object_get(e->doc, "heuristic");
   if (h == NULL || !(json_is_null(h) || json_is_string(h)))
-    return fail(L, INGOT_INVALID_PACK, e->file, "heuristic", "%s (allowed: null or a descriptor id)", json_type_name(h));
+    return fail(L, INGOT_INVALID_PACK, e->file, "heuristic", "%s (allowed: null or a descriptor id)", ingot_json_type_name(h));
   if (get_string_list(L, e->file, e->doc, "", "knobs") == NULL) return 0;
   json_t *notes = get_typed(L, e->file, e->doc, "", "behavior_notes", JSON_ARRAY, "a list of strings");
   if (notes == NULL) return 0;
   json_array_foreach(notes, i, m) {
     if (!json_is_string(m)) {
       ingot_format(path, sizeof path, "behavior_notes[%zu]", i);
-      return fail(L, INGOT_INVALID_PACK, e->file, path, "%s (allowed: a string)", json_type_name(m));
+      return fail(L, INGOT_INVALID_PACK, e->file, path, "%s (allowed: a string)", ingot_json_type_name(m));
     }
   }
   return 1;
@@ -624,7 +609,7 @@ static int check_metadata(loader *L, const char *file, const char *kpath, json_t
       return 0;
     }
     if (!kmd_type_ok(f->type, v))
-      return fail(L, INGOT_INVALID_PACK, file, fpath, "%s (allowed: %s, the KMD type)", json_type_name(v), f->type);
+      return fail(L, INGOT_INVALID_PACK, file, fpath, "%s (allowed: %s, the KMD type)", ingot_json_type_name(v), f->type);
   }
   k->metadata = json_deep_copy(md);
   if (k->metadata == NULL) return fail(L, INGOT_OUT_OF_MEMORY, file, path, "out of memory");
@@ -679,7 +664,7 @@ static int check_object(loader *L, const char *file, const char *opath, json_t *
                         ingot_code_object *obj) {
   const char *rel, *sha;
   char path[600], full[PATH_MAX], real[PATH_MAX];
-  if (!json_is_object(o)) return fail(L, INGOT_INVALID_PACK, file, opath, "%s (allowed: an object)", json_type_name(o));
+  if (!json_is_object(o)) return fail(L, INGOT_INVALID_PACK, file, opath, "%s (allowed: an object)", ingot_json_type_name(o));
   if (!get_string(L, file, o, opath, "path", &rel)) return 0;
   ingot_format(path, sizeof path, "%s.path", opath);
   if (!relative_path_ok(rel))
@@ -738,7 +723,7 @@ static int check_object(loader *L, const char *file, const char *opath, json_t *
     ingot_format(apath, sizeof apath, "%s[%zu]", path, i);
     const char *kind;
     int64_t size, offset;
-    if (!json_is_object(a)) return fail(L, INGOT_INVALID_PACK, file, apath, "%s (allowed: an object)", json_type_name(a));
+    if (!json_is_object(a)) return fail(L, INGOT_INVALID_PACK, file, apath, "%s (allowed: an object)", ingot_json_type_name(a));
     if (!get_string(L, file, a, apath, "kind", &kind) || !get_int(L, file, a, apath, "size", 0, INT32_MAX, &size) ||
         !get_int(L, file, a, apath, "offset", 0, INT32_MAX, &offset))
       return 0;
@@ -772,7 +757,7 @@ static int check_kernel(loader *L, const doc_entry *kdp, json_t *kd, size_t inde
   const char *file = kdp->file;
   char kpath[64], path[512];
   ingot_format(kpath, sizeof kpath, "kernelDescriptors[%zu]", index);
-  if (!json_is_object(kd)) return fail(L, INGOT_INVALID_PACK, file, kpath, "%s (allowed: an object)", json_type_name(kd));
+  if (!json_is_object(kd)) return fail(L, INGOT_INVALID_PACK, file, kpath, "%s (allowed: an object)", ingot_json_type_name(kd));
   if (!check_header(L, file, kd, kpath, &k->id, &k->name)) return 0;
   ingot_format(path, sizeof path, "%s.id", kpath);
   if (!add_entry(L, kd, file, DOC_KERNEL, k->id, path)) return 0;
@@ -881,7 +866,7 @@ static int check_kdp(loader *L, const doc_entry *kdp, ingot_pack *pack, ingot_pa
   pack->num_archs = json_array_size(archs);
   json_t *prov = json_object_get(kdp->doc, "provenance");
   if (prov != NULL && !json_is_object(prov))
-    return fail(L, INGOT_INVALID_PACK, file, "provenance", "%s (allowed: an object)", json_type_name(prov));
+    return fail(L, INGOT_INVALID_PACK, file, "provenance", "%s (allowed: an object)", ingot_json_type_name(prov));
   /* kernels */
   json_t *kds = get_typed(L, file, kdp->doc, "", "kernelDescriptors", JSON_ARRAY, "a list of kernel descriptors");
   if (kds == NULL) return 0;

@@ -89,3 +89,19 @@ size_t ingot_arch_max_lds(const char *arch) {
   if (strncmp(arch, "gfx", 3) == 0) return 64u * 1024u;
   return 0;
 }
+
+/* The JSON type of a value as an error message names it ("missing" for NULL). */
+const char *ingot_json_type_name(json_t *v) {
+  if (v == NULL) return "missing";
+  switch (json_typeof(v)) {
+  case JSON_OBJECT: return "an object";
+  case JSON_ARRAY: return "a list";
+  case JSON_STRING: return "a string";
+  case JSON_INTEGER: return "an integer";
+  case JSON_REAL: return "a real number";
+  case JSON_TRUE:
+  case JSON_FALSE: return "a boolean";
+  case JSON_NULL: return "null";
+  }
+  return "?";
+}
