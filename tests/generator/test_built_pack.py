@@ -1,0 +1,166 @@
+"""The packaged pack the build produced (INGOT_BUILT_PACK, default build/packs/attention_decode):
+its census (packs, kernels per arch, matchers, knobs) against the config, every file accounted
+for, and the static code-object rule: every gfx942 and gfx950 entry point has zero scratch and
+zero spills. Each check has a negative control on a mutated copy."""
+
+import glob
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import unittest
+
+from ingot.cli import load_pack
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PACK = os.environ.get("INGOT_BUILT_PACK", os.path.join(REPO, "build", "packs", "attention_decode"))
+CONFIG = os.path.join(REPO, "configs", "attention_decode.yaml")
+AMD = ("gfx942", "gfx950")
+
+
+def census(pack_dir):
+    """(counts, problems): what the folder holds and everything that does not add up."""
+    problems = []
+    kdps = glob.glob(os.path.join(pack_dir, "*.kdp.json"))
+    if len(kdps) != 1:
+        return {}, [f"expected one KDP, found {len(kdps)}"]
+    docs = {}
+    for path in glob.glob(os.path.join(pack_dir, "*.json")):
+        with open(path, encoding="utf-8") as f:
+            docs[os.path.basename(path)] = json.load(f)
+    by_id = {d["id"]: name for name, d in docs.items()}
+    kdp = docs[os.path.basename(kdps[0])]
+    used = {os.path.basename(kdps[0])}
+    for ref in [kdp["engine"], kdp["dispatch"]] + kdp["matchers"]:
+        if ref not in by_id:
+            problems.append(f"KDP refers to missing descriptor {ref}")
+        else:
+            used.add(by_id[ref])
+    ued = docs.get(by_id.get(kdp["engine"], ""), {})
+    for ref in [ued.get("metadata")] + ued.get("graph_match", {}).get("matchers", []):
+        if ref not in by_id:
+            problems.append(f"UED refers to missing descriptor {ref}")
+        else:
+            used.add(by_id[ref])
+    per_arch = {a: 0 for a in kdp["arch"]}
+    objects = set()
+    kernel_umds = 0
+    for kd in kdp["kernelDescriptors"]:
+        for ref in kd["matchers"]:
+            if ref not in by_id:
+                problems.append(f"kernel {kd['name']}: missing matcher {ref}")
+            else:
+                used.add(by_id[ref])
+                kernel_umds += 1
+        for arch, obj in kd["kernel_source"]["objects"].items():
+            path = os.path.join(pack_dir, obj["path"])
+            objects.add(obj["path"])
+            if not os.path.isfile(path):
+                problems.append(f"kernel {kd['name']}: {arch} code object {obj['path']} missing")
+                continue
+            with open(path, "rb") as f:
+                if hashlib.sha256(f.read()).hexdigest() != obj["sha256"]:
+                    problems.append(f"kernel {kd['name']}: {arch} code object {obj['path']} sha256 differs")
+            per_arch[arch] = per_arch.get(arch, 0) + 1
+    for name in sorted(set(docs) - used):
+        problems.append(f"descriptor {name} is not referenced by the pack")
+    on_disk = {os.path.relpath(p, pack_dir) for p in glob.glob(os.path.join(pack_dir, "code", "*", "*"))}
+    for rel in sorted(on_disk - objects):
+        problems.append(f"code object {rel} is not referenced by the KDP")
+    counts = {"packs": 1, "kernels": len(kdp["kernelDescriptors"]), "per_arch": per_arch,
+              "graph_matchers": len(kdp["matchers"]), "kernel_matchers": kernel_umds,
+              "knobs": sorted(ued.get("knobs", []))}
+    return counts, problems
+
+
+def static_violations(pack_dir, archs=AMD):
+    """Every AMD entry point with scratch or spills, as 'kernel arch entry: ...' lines."""
+    kdp = json.load(open(glob.glob(os.path.join(pack_dir, "*.kdp.json"))[0], encoding="utf-8"))
+    out = []
+    for kd in kdp["kernelDescriptors"]:
+        for arch, obj in sorted(kd["kernel_source"]["objects"].items()):
+            if arch not in archs:
+                continue
+            for entry, r in sorted(obj["resources"].items()):
+                if r["scratch"] or r["spill"]:
+                    out.append(f"{kd['name']} {arch} {entry}: scratch {r['scratch']}, spill {r['spill']}")
+    return out
+
+
+@unittest.skipUnless(os.path.isdir(PACK), f"no built pack at {PACK} (run the build first)")
+class BuiltPackTest(unittest.TestCase):
+    def setUp(self):
+        self.pack = load_pack(CONFIG)
+
+    def test_census_matches_the_config(self):
+        counts, problems = census(PACK)
+        self.assertEqual(problems, [])
+        n = len(self.pack.instances)
+        self.assertEqual(counts["kernels"], n)
+        self.assertEqual(counts["graph_matchers"], 1)
+        self.assertEqual(counts["kernel_matchers"], n)
+        self.assertEqual(counts["knobs"], ["max_splits", "tokens_per_wave", "waves"])
+        kdp_archs = set(counts["per_arch"])
+        self.assertTrue({"gfx942", "gfx950"} <= kdp_archs <= {"gfx942", "gfx950", "sm_90"})
+        self.assertEqual(counts["per_arch"], {a: n for a in kdp_archs})
+
+    def test_amd_code_objects_have_no_scratch_and_no_spills(self):
+        self.assertEqual(static_violations(PACK), [])
+
+    def _copy(self, tmp):
+        dst = os.path.join(tmp, "pack")
+        shutil.copytree(PACK, dst)
+        return dst
+
+    def test_a_removed_descriptor_is_detected(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            dst = self._copy(tmp)
+            victim = sorted(glob.glob(os.path.join(dst, "*_tc.umd.json")))[0]
+            os.unlink(victim)
+            _, problems = census(dst)
+            name = os.path.basename(victim)[:-len(".umd.json")]
+            self.assertEqual(len(problems), 1, problems)
+            self.assertIn(f"kernel {name}: missing matcher", problems[0])
+
+    def test_an_extra_descriptor_and_an_extra_code_object_are_detected(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            dst = self._copy(tmp)
+            src = sorted(glob.glob(os.path.join(dst, "*_tc.umd.json")))[0]
+            extra = json.load(open(src, encoding="utf-8"))
+            extra["id"] = "00000000-0000-5000-8000-000000000000"
+            with open(os.path.join(dst, "stray.umd.json"), "w", encoding="utf-8") as f:
+                json.dump(extra, f)
+            shutil.copyfile(glob.glob(os.path.join(dst, "code", "gfx942", "*"))[0],
+                            os.path.join(dst, "code", "gfx942", "stray.gfx942.co"))
+            _, problems = census(dst)
+            self.assertEqual(problems, ["descriptor stray.umd.json is not referenced by the pack",
+                                        "code object code/gfx942/stray.gfx942.co is not referenced by the KDP"])
+
+    def test_a_changed_code_object_is_detected(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            dst = self._copy(tmp)
+            victim = sorted(glob.glob(os.path.join(dst, "code", "gfx950", "*")))[0]
+            data = bytearray(open(victim, "rb").read())
+            data[len(data) // 2] ^= 0x01
+            open(victim, "wb").write(bytes(data))
+            _, problems = census(dst)
+            self.assertEqual(len(problems), 1, problems)
+            self.assertIn("sha256 differs", problems[0])
+
+    def test_scratch_or_spills_in_an_amd_object_are_detected(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            dst = self._copy(tmp)
+            kdp_path = glob.glob(os.path.join(dst, "*.kdp.json"))[0]
+            kdp = json.load(open(kdp_path, encoding="utf-8"))
+            kd = kdp["kernelDescriptors"][3]
+            kd["kernel_source"]["objects"]["gfx950"]["resources"]["merge"]["scratch"] = 16
+            kd["kernel_source"]["objects"]["gfx942"]["resources"]["split"]["spill"] = 2
+            json.dump(kdp, open(kdp_path, "w", encoding="utf-8"))
+            self.assertEqual(static_violations(dst), [
+                f"{kd['name']} gfx942 split: scratch 0, spill 2",
+                f"{kd['name']} gfx950 merge: scratch 16, spill 0"])
+
+
+if __name__ == "__main__":
+    unittest.main()
