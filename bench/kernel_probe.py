@@ -20,6 +20,8 @@ DT = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def plan_splits(meta, B, hkv, capacity, cus=132, ctas_per_cu=2, min_tiles=1, wave=32):
+    """The split count of an earlier dispatch policy (fixed CTAs per CU), kept for the probes
+    that sweep it; the shipped policy is in templates/ingot_attention_decode_dispatch.h."""
     rows_total = meta["group"] * meta["max_sq"]
     row_blocks = -(-rows_total // meta["rows"])
     tile = meta["waves"] * meta["tokens_per_wave"]
@@ -151,6 +153,28 @@ def check(kern, B, Hq, Hkv, Sq, cap, causal, paged, page_size, with_lse, poison_
     return ok, err.max().item(), lerr, s
 
 
+def time_graph(fn, nbuf, reps=20):
+    for i in range(nbuf):
+        fn(i)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    st = torch.cuda.Stream()
+    with torch.cuda.stream(st):
+        with torch.cuda.graph(g, stream=st):
+            for i in range(nbuf):
+                fn(i)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3 / nbuf)
+    return float(np.median(times))
+
+
 def bench_seed(pack, kdps, Ls, iters=200):
     kd = next(k for k in kdps if k["name"] == "attention_decode_bf16_d128_g4_sq1_contig_w4t16")
     kern = Kernel(pack, kd)
@@ -191,26 +215,7 @@ def bench_seed(pack, kdps, Ls, iters=200):
                 cands.append((f"s{sp}", run_ingot_with(sp)))
         for name, fn in cands:
             try:
-                for i in range(nbuf):
-                    fn(i)
-                torch.cuda.synchronize()
-                # graph replay: capture nbuf calls, replay
-                g = torch.cuda.CUDAGraph()
-                st = torch.cuda.Stream()
-                with torch.cuda.stream(st):
-                    with torch.cuda.graph(g, stream=st):
-                        for i in range(nbuf):
-                            fn(i)
-                torch.cuda.synchronize()
-                times = []
-                for _ in range(20):
-                    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    a.record()
-                    g.replay()
-                    b.record()
-                    b.synchronize()
-                    times.append(a.elapsed_time(b) * 1e3 / nbuf)
-                t = float(np.median(times))
+                t = time_graph(fn, nbuf)
                 res[name] = t
             except Exception as e:  # a peer that cannot run this shape
                 res[name] = float("nan")
@@ -223,28 +228,6 @@ def bench_seed(pack, kdps, Ls, iters=200):
         del qs, ks, vs, kt, vt
         torch.cuda.empty_cache()
     return rows
-
-
-def time_graph(fn, nbuf, reps=20):
-    for i in range(nbuf):
-        fn(i)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    st = torch.cuda.Stream()
-    with torch.cuda.stream(st):
-        with torch.cuda.graph(g, stream=st):
-            for i in range(nbuf):
-                fn(i)
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / nbuf)
-    return float(np.median(times))
 
 
 def bench_experiments(pack, Ls=(4096, 16384, 65536, 262144, 1048576)):
