@@ -11,7 +11,15 @@ from ingot.config import validate_and_expand
 from ingot.errors import ConfigErrors
 from ingot.load import load_config
 
-EXIT_OK, EXIT_DRIFT, EXIT_CONFIG = 0, 1, 2
+EXIT_OK, EXIT_DRIFT, EXIT_CONFIG, EXIT_RENDER = 0, 1, 2, 3
+
+
+class RenderFailed(Exception):
+    """A template or a value that has no C token failed while rendering: a
+    generator or template defect rather than a config error."""
+
+    def __init__(self, pack, error):
+        super().__init__(f"{pack}: rendering failed: {type(error).__name__}: {error}")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -55,7 +63,11 @@ def render_all(configs):
             errors.append(ConfigError(Mark(display_path(c), 1, 1), "pack",
                                       f"pack '{pack.name}' is also defined by another config"))
             continue
-        out[pack.name] = (pack, render_pack(pack))
+        import jinja2
+        try:
+            out[pack.name] = (pack, render_pack(pack))
+        except (jinja2.TemplateError, ValueError, TypeError) as e:
+            raise RenderFailed(pack.name, e) from e
     if errors:
         raise ConfigErrors(errors)
     return out
@@ -158,3 +170,7 @@ def main(argv=None):
             print(f"error: {err}", file=sys.stderr)
         print(f"ingot: {len(e.errors)} error(s); nothing was written", file=sys.stderr)
         return EXIT_CONFIG
+    except RenderFailed as e:
+        print(f"error: {e}", file=sys.stderr)
+        print("ingot: nothing was written", file=sys.stderr)
+        return EXIT_RENDER

@@ -161,9 +161,13 @@ class NothingIsWrittenTest(unittest.TestCase):
             return real(value)
 
         with mock.patch("ingot.ctokens.c_dtype", fail_after_first_file):
-            with self.assertRaisesRegex(ValueError, "^injected render failure$"):
-                run_cli(["generate", "--out", self.out, self.changed])
+            rc, stdout, stderr = run_cli(["generate", "--out", self.out, self.changed])
         self.assertEqual(len(calls), 2, "the first kernel file must have rendered before the failure")
+        self.assertEqual(rc, 3)
+        self.assertEqual(stdout, "")
+        self.assertEqual(stderr.splitlines(), [
+            "error: minimal: rendering failed: ValueError: injected render failure",
+            "ingot: nothing was written"])
         self.assertEqual(snapshot(self.out), self.before)
 
 
