@@ -44,6 +44,15 @@ typedef struct ingot_backend_ops {
                          char *err, size_t err_size);
 } ingot_backend_ops;
 
+/* backend_common.c: snprintf into err (which may be NULL or of size 0), and the
+ * argument checks every open makes first (*out = NULL, outputs cleared; the
+ * messages start with who: "cuda open: ..."). */
+void ingot_backend_set_err(char *err, size_t err_size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+ingot_status ingot_backend_check_open(const char *who, int ordinal, ingot_backend_device **out,
+                                      char *arch, size_t arch_size, int *wave_size,
+                                      int *compute_units, char *err, size_t err_size);
+
 extern const ingot_backend_ops ingot_backend_cuda_ops;
 extern const ingot_backend_ops ingot_backend_hip_ops;
 

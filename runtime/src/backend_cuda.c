@@ -126,14 +126,6 @@ struct ingot_backend_device {
 
 /* ---- messages --------------------------------------------------------------------- */
 
-static void set_err(char *err, size_t err_size, const char *fmt, ...) {
-  if (err == NULL || err_size == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, err_size, fmt, ap);
-  va_end(ap);
-}
-
 /* "CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected" */
 static void describe(const cuda_api *api, CUresult res, char *buf, size_t size) {
   const char *name = NULL, *text = NULL;
@@ -148,7 +140,7 @@ static ingot_status driver_fail(const cuda_api *api, ingot_status status, const 
                                 CUresult res, char *err, size_t err_size) {
   char what[256];
   describe(api, res, what, sizeof what);
-  set_err(err, err_size, "%s failed with %s", call, what);
+  ingot_backend_set_err(err, err_size, "%s failed with %s", call, what);
   return status;
 }
 
@@ -172,7 +164,7 @@ static ingot_status load_library(ingot_backend_device *dev, char *err, size_t er
   dev->library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
   if (dev->library == NULL) {
     const char *why = dlerror();
-    set_err(err, err_size,
+    ingot_backend_set_err(err, err_size,
             "%s%s not found (dlopen: %s): install the NVIDIA driver or use a host context", name,
             overridden ? " (named by " CUDA_LIBRARY_ENV ")" : "", why ? why : "no reason given");
     return INGOT_UNAVAILABLE;
@@ -187,7 +179,7 @@ static ingot_status load_library(ingot_backend_device *dev, char *err, size_t er
     /* POSIX dlsym returns data pointers; a function pointer is copied bit for bit. */          \
     memcpy(&dev->api.field, &sym_, sizeof sym_);                                                \
     if (sym_ == NULL && kind) {                                                                 \
-      set_err(err, err_size,                                                                    \
+      ingot_backend_set_err(err, err_size,                                                                    \
               "%s has no symbol %s: it is not the NVIDIA driver library, or the driver is too " \
               "old; install a current NVIDIA driver or use a host context",                     \
               dev->library_name, name_);                                                        \
@@ -215,32 +207,17 @@ static void free_device(ingot_backend_device *dev, int driver_initialised) {
 static ingot_status cuda_open(int ordinal, ingot_backend_device **out, char *arch,
                               size_t arch_size, int *wave_size, int *compute_units, char *err,
                               size_t err_size) {
-  if (out == NULL) {
-    set_err(err, err_size, "cuda open: out is NULL");
-    return INGOT_INVALID_ARGUMENT;
-  }
-  *out = NULL;
-  if (arch == NULL || arch_size < 8 || wave_size == NULL || compute_units == NULL) {
-    set_err(err, err_size,
-            "cuda open: arch (at least 8 bytes), wave_size and compute_units are required");
-    return INGOT_INVALID_ARGUMENT;
-  }
-  arch[0] = '\0';
-  *wave_size = 0;
-  *compute_units = 0;
-  if (ordinal < 0) {
-    set_err(err, err_size, "cuda open: device ordinal %d is negative; allowed: 0 .. count-1",
-            ordinal);
-    return INGOT_INVALID_ARGUMENT;
-  }
+  ingot_status st = ingot_backend_check_open("cuda", ordinal, out, arch, arch_size, wave_size,
+                                             compute_units, err, err_size);
+  if (st != INGOT_OK) return st;
 
   ingot_backend_device *dev = calloc(1, sizeof *dev);
   if (dev == NULL) {
-    set_err(err, err_size, "cuda open: out of memory");
+    ingot_backend_set_err(err, err_size, "cuda open: out of memory");
     return INGOT_OUT_OF_MEMORY;
   }
   dev->ordinal = ordinal;
-  ingot_status st = load_library(dev, err, err_size);
+  st = load_library(dev, err, err_size);
   if (st != INGOT_OK) {
     free_device(dev, 0);
     return st;
@@ -251,7 +228,7 @@ static ingot_status cuda_open(int ordinal, ingot_backend_device **out, char *arc
   CUresult res = api->cuInit(0);
   if (res != CUDA_SUCCESS) {
     describe(api, res, what, sizeof what);
-    set_err(err, err_size,
+    ingot_backend_set_err(err, err_size,
             "%s loaded, but cuInit failed with %s: no usable NVIDIA GPU or driver; check "
             "nvidia-smi, or use a host context",
             dev->library_name, what);
@@ -266,7 +243,7 @@ static ingot_status cuda_open(int ordinal, ingot_backend_device **out, char *arc
     return st;
   }
   if (ordinal >= count) {
-    set_err(err, err_size, "CUDA device %d requested, but the driver sees %d device(s)%s",
+    ingot_backend_set_err(err, err_size, "CUDA device %d requested, but the driver sees %d device(s)%s",
             ordinal, count, count > 0 ? ": allowed ordinals are 0 .. count-1" : "");
     free_device(dev, 1);
     return INGOT_UNAVAILABLE;
@@ -290,7 +267,7 @@ static ingot_status cuda_open(int ordinal, ingot_backend_device **out, char *arc
     res = api->cuDeviceGetAttribute(&value[i], wanted[i].attrib, dev->device);
     if (res != CUDA_SUCCESS) {
       describe(api, res, what, sizeof what);
-      set_err(err, err_size, "cuDeviceGetAttribute (%s) of CUDA device %d failed with %s",
+      ingot_backend_set_err(err, err_size, "cuDeviceGetAttribute (%s) of CUDA device %d failed with %s",
               wanted[i].name, ordinal, what);
       free_device(dev, 1);
       return INGOT_DEVICE_ERROR;
@@ -298,7 +275,7 @@ static ingot_status cuda_open(int ordinal, ingot_backend_device **out, char *arc
   }
   if (value[0] <= 0 || value[0] > 99 || value[1] < 0 || value[1] > 9 || value[2] <= 0 ||
       value[3] <= 0) {
-    set_err(err, err_size,
+    ingot_backend_set_err(err, err_size,
             "CUDA device %d reports implausible properties (compute capability %d.%d, warp "
             "size %d, %d multiprocessors)",
             ordinal, value[0], value[1], value[2], value[3]);
@@ -329,7 +306,7 @@ static void cuda_close(ingot_backend_device *dev) {
 static ingot_status check_device(const ingot_backend_device *dev, const char *what, char *err,
                                  size_t err_size) {
   if (dev == NULL) {
-    set_err(err, err_size, "cuda %s: device is NULL", what);
+    ingot_backend_set_err(err, err_size, "cuda %s: device is NULL", what);
     return INGOT_INVALID_ARGUMENT;
   }
   CUresult res = make_current(dev);
@@ -342,7 +319,7 @@ static ingot_status cuda_module_load(ingot_backend_device *dev, const void *imag
                                      ingot_backend_module *out, char *err, size_t err_size) {
   if (out != NULL) *out = NULL;
   if (out == NULL || image == NULL || size == 0) {
-    set_err(err, err_size, "cuda module_load: image, a non-zero size and out are required");
+    ingot_backend_set_err(err, err_size, "cuda module_load: image, a non-zero size and out are required");
     return INGOT_INVALID_ARGUMENT;
   }
   ingot_status st = check_device(dev, "module_load", err, err_size);
@@ -365,7 +342,7 @@ static ingot_status cuda_function_get(ingot_backend_device *dev, ingot_backend_m
                                       size_t err_size) {
   if (out != NULL) *out = NULL;
   if (out == NULL || mod == NULL || symbol == NULL) {
-    set_err(err, err_size, "cuda function_get: module, symbol and out are required");
+    ingot_backend_set_err(err, err_size, "cuda function_get: module, symbol and out are required");
     return INGOT_INVALID_ARGUMENT;
   }
   ingot_status st = check_device(dev, "function_get", err, err_size);
@@ -373,7 +350,7 @@ static ingot_status cuda_function_get(ingot_backend_device *dev, ingot_backend_m
   CUfunction fn = NULL;
   CUresult res = dev->api.cuModuleGetFunction(&fn, (CUmodule)mod, symbol);
   if (res == CUDA_ERROR_NOT_FOUND) {
-    set_err(err, err_size, "the cubin has no kernel named '%s' (cuModuleGetFunction: not found)",
+    ingot_backend_set_err(err, err_size, "the cubin has no kernel named '%s' (cuModuleGetFunction: not found)",
             symbol);
     return INGOT_INVALID_PACK;
   }
@@ -399,7 +376,7 @@ static ingot_status cuda_function_params(ingot_backend_device *dev, ingot_backen
                                          char *err, size_t err_size) {
   if (count != NULL) *count = 0;
   if (count == NULL || fn == NULL || max < 0 || (max > 0 && (offsets == NULL || sizes == NULL))) {
-    set_err(err, err_size,
+    ingot_backend_set_err(err, err_size,
             "cuda function_params: function, count, and offsets/sizes for max > 0 are required");
     return INGOT_INVALID_ARGUMENT;
   }
@@ -432,12 +409,12 @@ static ingot_status cuda_launch(ingot_backend_device *dev, ingot_backend_functio
                                 const void *kernargs, size_t kernarg_size, char *err,
                                 size_t err_size) {
   if (fn == NULL || grid == NULL || block == NULL || (kernarg_size > 0 && kernargs == NULL)) {
-    set_err(err, err_size, "cuda launch: function, grid, block and kernargs are required");
+    ingot_backend_set_err(err, err_size, "cuda launch: function, grid, block and kernargs are required");
     return INGOT_INVALID_ARGUMENT;
   }
   for (int i = 0; i < 3; ++i) {
     if (grid[i] == 0 || block[i] == 0) {
-      set_err(err, err_size, "cuda launch: grid (%u,%u,%u) and block (%u,%u,%u) must be >= 1",
+      ingot_backend_set_err(err, err_size, "cuda launch: grid (%u,%u,%u) and block (%u,%u,%u) must be >= 1",
               grid[0], grid[1], grid[2], block[0], block[1], block[2]);
       return INGOT_INVALID_ARGUMENT;
     }
@@ -468,7 +445,7 @@ static ingot_status cuda_launch(ingot_backend_device *dev, ingot_backend_functio
   if (res != CUDA_SUCCESS) {
     char what[256];
     describe(&dev->api, res, what, sizeof what);
-    set_err(err, err_size,
+    ingot_backend_set_err(err, err_size,
             "cuLaunchKernel (grid %u,%u,%u block %u,%u,%u, %zu kernarg bytes) failed with %s",
             grid[0], grid[1], grid[2], block[0], block[1], block[2], kernarg_size, what);
     return INGOT_DEVICE_ERROR;

@@ -89,14 +89,6 @@ struct ingot_backend_device {
 
 /* ---- messages --------------------------------------------------------------------- */
 
-static void set_err(char *err, size_t err_size, const char *fmt, ...) {
-  if (err == NULL || err_size == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, err_size, fmt, ap);
-  va_end(ap);
-}
-
 /* "101 hipErrorInvalidDevice: invalid device ordinal" */
 static void describe(const hip_api *api, hipError_t res, char *buf, size_t size) {
   const char *name = api->hipGetErrorName ? api->hipGetErrorName(res) : NULL;
@@ -111,7 +103,7 @@ static ingot_status driver_fail(const hip_api *api, ingot_status status, const c
                                 hipError_t res, char *err, size_t err_size) {
   char what[256];
   describe(api, res, what, sizeof what);
-  set_err(err, err_size, "%s failed with %s", call, what);
+  ingot_backend_set_err(err, err_size, "%s failed with %s", call, what);
   return status;
 }
 
@@ -139,12 +131,12 @@ static ingot_status load_library(ingot_backend_device *dev, char *err, size_t er
   }
   if (dev->library == NULL) {
     if (overridden)
-      set_err(err, err_size,
+      ingot_backend_set_err(err, err_size,
               "%s (named by " HIP_LIBRARY_ENV ") not found (dlopen: %s): install the ROCm HIP "
               "runtime or use a host context",
               override, reasons);
     else
-      set_err(err, err_size,
+      ingot_backend_set_err(err, err_size,
               "libamdhip64.so, .so.6 and .so.5 not found (dlopen: %s): install the ROCm HIP "
               "runtime (libamdhip64) or use a host context",
               reasons);
@@ -157,7 +149,7 @@ static ingot_status load_library(ingot_backend_device *dev, char *err, size_t er
     /* POSIX dlsym returns data pointers; a function pointer is copied bit for bit. */          \
     memcpy(&dev->api.field, &sym_, sizeof sym_);                                                \
     if (sym_ == NULL && kind) {                                                                 \
-      set_err(err, err_size,                                                                    \
+      ingot_backend_set_err(err, err_size,                                                                    \
               "%s has no symbol %s: it is not the HIP runtime, or one too old; install ROCm "   \
               "5 or newer or use a host context",                                               \
               dev->library_name, name_);                                                        \
@@ -195,7 +187,7 @@ static int is_arch_char(char c) {
 static ingot_status read_gfx_arch(const ingot_backend_device *dev, char *arch, size_t arch_size,
                                   char *err, size_t err_size) {
   if (dev->api.hipGetDevicePropertiesR0600 == NULL) {
-    set_err(err, err_size,
+    ingot_backend_set_err(err, err_size,
             "%s has no hipGetDevicePropertiesR0600 (it is older than ROCm 6), so the gfx arch "
             "of HIP device %d cannot be read safely; install ROCm 6 or newer or use a host "
             "context",
@@ -204,7 +196,7 @@ static ingot_status read_gfx_arch(const ingot_backend_device *dev, char *arch, s
   }
   char *props = calloc(1, HIP_PROPS_BUFFER_BYTES);
   if (props == NULL) {
-    set_err(err, err_size, "hip open: out of memory");
+    ingot_backend_set_err(err, err_size, "hip open: out of memory");
     return INGOT_OUT_OF_MEMORY;
   }
   hipError_t res = dev->api.hipGetDevicePropertiesR0600(props, dev->ordinal);
@@ -228,7 +220,7 @@ static ingot_status read_gfx_arch(const ingot_backend_device *dev, char *arch, s
   }
   free(props);
   if (st != INGOT_OK)
-    set_err(err, err_size,
+    ingot_backend_set_err(err, err_size,
             "HIP device %d: no gfx arch name (gcnArchName) found in what "
             "hipGetDevicePropertiesR0600 returned",
             dev->ordinal);
@@ -238,32 +230,17 @@ static ingot_status read_gfx_arch(const ingot_backend_device *dev, char *arch, s
 static ingot_status hip_open(int ordinal, ingot_backend_device **out, char *arch,
                              size_t arch_size, int *wave_size, int *compute_units, char *err,
                              size_t err_size) {
-  if (out == NULL) {
-    set_err(err, err_size, "hip open: out is NULL");
-    return INGOT_INVALID_ARGUMENT;
-  }
-  *out = NULL;
-  if (arch == NULL || arch_size < 8 || wave_size == NULL || compute_units == NULL) {
-    set_err(err, err_size,
-            "hip open: arch (at least 8 bytes), wave_size and compute_units are required");
-    return INGOT_INVALID_ARGUMENT;
-  }
-  arch[0] = '\0';
-  *wave_size = 0;
-  *compute_units = 0;
-  if (ordinal < 0) {
-    set_err(err, err_size, "hip open: device ordinal %d is negative; allowed: 0 .. count-1",
-            ordinal);
-    return INGOT_INVALID_ARGUMENT;
-  }
+  ingot_status st = ingot_backend_check_open("hip", ordinal, out, arch, arch_size, wave_size,
+                                             compute_units, err, err_size);
+  if (st != INGOT_OK) return st;
 
   ingot_backend_device *dev = calloc(1, sizeof *dev);
   if (dev == NULL) {
-    set_err(err, err_size, "hip open: out of memory");
+    ingot_backend_set_err(err, err_size, "hip open: out of memory");
     return INGOT_OUT_OF_MEMORY;
   }
   dev->ordinal = ordinal;
-  ingot_status st = load_library(dev, err, err_size);
+  st = load_library(dev, err, err_size);
   if (st != INGOT_OK) {
     free_device(dev, 0);
     return st;
@@ -280,7 +257,7 @@ static ingot_status hip_open(int ordinal, ingot_backend_device **out, char *arch
     describe(api, res, what, sizeof what);
     char count_what[256];
     describe(api, count_res, count_what, sizeof count_what);
-    set_err(err, err_size,
+    ingot_backend_set_err(err, err_size,
             "%s loaded, but hipInit failed with %s (hipGetDeviceCount: %s): no usable AMD GPU; "
             "check rocm-smi and /dev/kfd access, or use a host context",
             dev->library_name, what, count_res == hipSuccess ? "0 devices" : count_what);
@@ -289,7 +266,7 @@ static ingot_status hip_open(int ordinal, ingot_backend_device **out, char *arch
   }
   if (count_res != hipSuccess) {
     describe(api, count_res, what, sizeof what);
-    set_err(err, err_size,
+    ingot_backend_set_err(err, err_size,
             "%s loaded, but hipGetDeviceCount failed with %s: no usable AMD GPU; or use a host "
             "context",
             dev->library_name, what);
@@ -297,7 +274,7 @@ static ingot_status hip_open(int ordinal, ingot_backend_device **out, char *arch
     return INGOT_UNAVAILABLE;
   }
   if (ordinal >= count) {
-    set_err(err, err_size, "HIP device %d requested, but the runtime sees %d device(s)%s", ordinal,
+    ingot_backend_set_err(err, err_size, "HIP device %d requested, but the runtime sees %d device(s)%s", ordinal,
             count, count > 0 ? ": allowed ordinals are 0 .. count-1" : "");
     free_device(dev, 1);
     return INGOT_UNAVAILABLE;
@@ -319,7 +296,7 @@ static ingot_status hip_open(int ordinal, ingot_backend_device **out, char *arch
     return st;
   }
   if (cus <= 0 || (wave != 32 && wave != 64)) {
-    set_err(err, err_size,
+    ingot_backend_set_err(err, err_size,
             "HIP device %d reports implausible properties (%d compute units, wave size %d)",
             ordinal, cus, wave);
     free_device(dev, 1);
@@ -342,7 +319,7 @@ static void hip_close(ingot_backend_device *dev) { free_device(dev, 1); }
 static ingot_status select_device(const ingot_backend_device *dev, const char *what, char *err,
                                   size_t err_size) {
   if (dev == NULL) {
-    set_err(err, err_size, "hip %s: device is NULL", what);
+    ingot_backend_set_err(err, err_size, "hip %s: device is NULL", what);
     return INGOT_INVALID_ARGUMENT;
   }
   hipError_t res = dev->api.hipSetDevice(dev->ordinal);
@@ -355,7 +332,7 @@ static ingot_status hip_module_load(ingot_backend_device *dev, const void *image
                                     ingot_backend_module *out, char *err, size_t err_size) {
   if (out != NULL) *out = NULL;
   if (out == NULL || image == NULL || size == 0) {
-    set_err(err, err_size, "hip module_load: image, a non-zero size and out are required");
+    ingot_backend_set_err(err, err_size, "hip module_load: image, a non-zero size and out are required");
     return INGOT_INVALID_ARGUMENT;
   }
   ingot_status st = select_device(dev, "module_load", err, err_size);
@@ -378,7 +355,7 @@ static ingot_status hip_function_get(ingot_backend_device *dev, ingot_backend_mo
                                      size_t err_size) {
   if (out != NULL) *out = NULL;
   if (out == NULL || mod == NULL || symbol == NULL) {
-    set_err(err, err_size, "hip function_get: module, symbol and out are required");
+    ingot_backend_set_err(err, err_size, "hip function_get: module, symbol and out are required");
     return INGOT_INVALID_ARGUMENT;
   }
   ingot_status st = select_device(dev, "function_get", err, err_size);
@@ -388,7 +365,7 @@ static ingot_status hip_function_get(ingot_backend_device *dev, ingot_backend_mo
   if (res != hipSuccess) {
     char what[256];
     describe(&dev->api, res, what, sizeof what);
-    set_err(err, err_size, "the code object has no usable kernel named '%s' "
+    ingot_backend_set_err(err, err_size, "the code object has no usable kernel named '%s' "
             "(hipModuleGetFunction failed with %s)", symbol, what);
     return INGOT_INVALID_PACK;
   }
@@ -406,7 +383,7 @@ static ingot_status hip_function_params(ingot_backend_device *dev, ingot_backend
   (void)max;
   if (count != NULL) *count = 0;
   if (dev == NULL || fn == NULL || count == NULL) {
-    set_err(err, err_size, "hip function_params: device, function and count are required");
+    ingot_backend_set_err(err, err_size, "hip function_params: device, function and count are required");
     return INGOT_INVALID_ARGUMENT;
   }
   return INGOT_OK;
@@ -418,12 +395,12 @@ static ingot_status hip_launch(ingot_backend_device *dev, ingot_backend_function
                                size_t kernarg_size, char *err, size_t err_size) {
   (void)flags; /* no programmatic dependent launch on HIP: a plain launch is always correct */
   if (fn == NULL || grid == NULL || block == NULL || (kernarg_size > 0 && kernargs == NULL)) {
-    set_err(err, err_size, "hip launch: function, grid, block and kernargs are required");
+    ingot_backend_set_err(err, err_size, "hip launch: function, grid, block and kernargs are required");
     return INGOT_INVALID_ARGUMENT;
   }
   for (int i = 0; i < 3; ++i) {
     if (grid[i] == 0 || block[i] == 0) {
-      set_err(err, err_size, "hip launch: grid (%u,%u,%u) and block (%u,%u,%u) must be >= 1",
+      ingot_backend_set_err(err, err_size, "hip launch: grid (%u,%u,%u) and block (%u,%u,%u) must be >= 1",
               grid[0], grid[1], grid[2], block[0], block[1], block[2]);
       return INGOT_INVALID_ARGUMENT;
     }
@@ -441,7 +418,7 @@ static ingot_status hip_launch(ingot_backend_device *dev, ingot_backend_function
   if (res != hipSuccess) {
     char what[256];
     describe(&dev->api, res, what, sizeof what);
-    set_err(err, err_size,
+    ingot_backend_set_err(err, err_size,
             "hipModuleLaunchKernel (grid %u,%u,%u block %u,%u,%u, %zu kernarg bytes) failed "
             "with %s",
             grid[0], grid[1], grid[2], block[0], block[1], block[2], kernarg_size, what);
