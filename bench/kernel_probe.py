@@ -13,6 +13,7 @@ import os
 import sys
 
 import cupy as cp
+import decode  # bench/decode.py: this folder is sys.path[0] when run as a script
 import numpy as np
 import torch
 
@@ -154,25 +155,11 @@ def check(kern, B, Hq, Hkv, Sq, cap, causal, paged, page_size, with_lse, poison_
 
 
 def time_graph(fn, nbuf, reps=20):
+    """decode.py's graph-replay timing, after an eager warm-up (module loads stay out of the capture)."""
     for i in range(nbuf):
         fn(i)
     torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    st = torch.cuda.Stream()
-    with torch.cuda.stream(st):
-        with torch.cuda.graph(g, stream=st):
-            for i in range(nbuf):
-                fn(i)
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / nbuf)
-    return float(np.median(times))
+    return decode.time_graph(fn, nbuf, reps)
 
 
 def bench_seed(pack, kdps, Ls, iters=200):
