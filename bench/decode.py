@@ -172,6 +172,8 @@ def main():
     ap.add_argument("--out", default=".")
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--quick", action="store_true", help="fewer points")
+    ap.add_argument("--points", default=None,
+                    help="comma-separated BxHqxHkvxL points instead of the full set, e.g. 1x8x2x65536")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     rt = Runtime(a.lib)
@@ -184,6 +186,8 @@ def main():
     points += [(16, 32, 8, 8192), (64, 32, 8, 8192)]
     if a.quick:
         points = [(1, 8, 2, 4096), (1, 8, 2, 65536)]
+    if a.points:
+        points = [tuple(int(x) for x in p.split("x")) for p in a.points.split(",")]
     rows = []
     hdr = (f"{'B':>3} {'Hq/Hkv':>6} {'L':>8} {'splits':>6} | {'ingot':>8} {'%ceil':>6} {'call':>7} {'floor':>6} |"
            f" {'cuDNN':>8} {'%ceil':>6} | {'flash':>8} {'%ceil':>6} | {'vs best':>7}")

@@ -162,8 +162,8 @@ def time_graph(fn, nbuf, reps=20):
     return decode.time_graph(fn, nbuf, reps)
 
 
-def bench_seed(pack, kdps, Ls, iters=200):
-    kd = next(k for k in kdps if k["name"] == "attention_decode_bf16_d128_g4_sq1_contig_w4t16")
+def bench_seed(pack, kdps, Ls, name="attention_decode_bf16_d128_g4_sq1_contig_w4t16_tc"):
+    kd = next(k for k in kdps if k["name"] == name)
     kern = Kernel(pack, kd)
     rows = []
     for L in Ls:
@@ -197,7 +197,7 @@ def bench_seed(pack, kdps, Ls, iters=200):
         res = {"L": L, "splits": s}
         cands = [("ingot", run_ingot), ("cudnn", sdpa(SDPBackend.CUDNN_ATTENTION)),
                  ("flash", sdpa(SDPBackend.FLASH_ATTENTION))]
-        for sp in (8, 16, 33, 66, 132, 198, 264):
+        for sp in (16, 66, 132, 198, 256, 264):
             if sp != s and sp * 64 <= L:
                 cands.append((f"s{sp}", run_ingot_with(sp)))
         for name, fn in cands:
@@ -256,14 +256,20 @@ def main():
     ap.add_argument("--time", action="store_true")
     ap.add_argument("--out", default=None)
     ap.add_argument("--experiments", default=None, help="experiment pack folder to time")
+    ap.add_argument("--lengths", default="1024,4096,16384,65536,262144,1048576",
+                    help="comma-separated L values timed by --time and --experiments")
+    ap.add_argument("--kernel", default="attention_decode_bf16_d128_g4_sq1_contig_w4t16_tc",
+                    help="the pack kernel --time runs")
+    ap.add_argument("--no-check", action="store_true", help="skip checking every pack kernel")
     a = ap.parse_args()
+    Ls = [int(x) for x in a.lengths.split(",")]
     if a.experiments:
-        bench_experiments(a.experiments)
+        bench_experiments(a.experiments, Ls)
     kdp = json.load(open(os.path.join(a.pack, "attention_decode.kdp.json")))
     kdps = kdp["kernelDescriptors"]
     torch.manual_seed(1234)
     fails = 0
-    for kd in kdps:
+    for kd in ([] if a.no_check else kdps):
         kern = Kernel(a.pack, kd)
         m = kern.meta
         g = m["group"]
@@ -278,7 +284,7 @@ def main():
                   f"splits={s:>3} max_err={err:.5f} lse_err={lerr:.2e}", flush=True)
     print(f"probe: {len(kdps)} kernels, {fails} failures", flush=True)
     if a.time:
-        rows = bench_seed(a.pack, kdps, [1024, 4096, 16384, 65536, 262144, 1048576])
+        rows = bench_seed(a.pack, kdps, Ls, a.kernel)
         if a.out:
             json.dump(rows, open(os.path.join(a.out, "probe_bench.json"), "w"), indent=1)
     return 1 if fails else 0

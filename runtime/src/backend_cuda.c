@@ -66,6 +66,9 @@ typedef struct CUlaunchConfig {
 
 #define CUDA_DEFAULT_LIBRARY "libcuda.so.1"
 #define CUDA_LIBRARY_ENV "INGOT_CUDA_LIBRARY"
+/* "0" turns programmatic dependent launch off: every grid waits for the previous
+ * one in the stream (for A/B timing, or a driver setup that mishandles it). */
+#define CUDA_PDL_ENV "INGOT_CUDA_PDL"
 
 /* ---- the symbol table ----------------------------------------------------------
  * X(kind, field, return type, parameters, exported name, older exported name)
@@ -122,6 +125,7 @@ struct ingot_backend_device {
   int ordinal;
   CUdevice device;
   CUcontext context; /* the device's primary context, retained */
+  int programmatic;  /* programmatic dependent launch allowed (INGOT_CUDA_PDL=0 turns it off) */
 };
 
 /* ---- messages --------------------------------------------------------------------- */
@@ -217,6 +221,8 @@ static ingot_status cuda_open(int ordinal, ingot_backend_device **out, char *arc
     return INGOT_OUT_OF_MEMORY;
   }
   dev->ordinal = ordinal;
+  const char *pdl = getenv(CUDA_PDL_ENV);
+  dev->programmatic = !(pdl != NULL && strcmp(pdl, "0") == 0);
   st = load_library(dev, err, err_size);
   if (st != INGOT_OK) {
     free_device(dev, 0);
@@ -427,7 +433,7 @@ static ingot_status cuda_launch(ingot_backend_device *dev, ingot_backend_functio
   void *extra[5] = {CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)(uintptr_t)kernargs,
                     CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
   CUresult res;
-  if ((flags & INGOT_LAUNCH_PROGRAMMATIC) && dev->api.cuLaunchKernelEx != NULL) {
+  if ((flags & INGOT_LAUNCH_PROGRAMMATIC) && dev->programmatic && dev->api.cuLaunchKernelEx != NULL) {
     /* Programmatic dependent launch: the grid may start while the previous one
      * in the stream runs; the kernel waits for it (griddepcontrol.wait). */
     CUlaunchAttribute attr;
