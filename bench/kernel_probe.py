@@ -70,7 +70,7 @@ class Kernel:
         with st:
             self.split((s * rb * hkv, 1, B), (threads,), args)
             if s > 1:
-                self.merge((rows_total * (D // 32), hkv, B), (threads,), args)
+                self.merge((rows_total * (D // 32), hkv, B), (128,), args)  # kMergeThreads
         return s
 
 
@@ -237,16 +237,50 @@ def bench_experiments(pack, Ls=(4096, 16384, 65536, 262144, 1048576)):
         line = []
         for kern in kerns:
             best = None
-            for cpc in (1, 2, 3, 4, 6):
-                s, _ = plan_splits(kern.meta, 1, 2, L, ctas_per_cu=cpc, min_tiles=1)
+            tile = kern.meta["waves"] * kern.meta["tokens_per_wave"]
+            for s in sorted({max(1, min(sp, -(-L // tile))) for sp in (66, 132, 198, 256)}):
                 t = time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0,
                                                   ws=ws, splits=s), nbuf)
                 if best is None or t < best[0]:
-                    best = (t, s, cpc)
+                    best = (t, s)
             line.append(f"{kern.name.split('_contig_')[1]}={best[0]:.1f}us/{kv_bytes / best[0] / 4.281e6 * 100:.0f}%"
-                        f"(s{best[1]},c{best[2]})")
+                        f"(s{best[1]})")
         print(f"L={L:>8} " + "  ".join(line), flush=True)
         del qs, ks, vs
+        torch.cuda.empty_cache()
+
+
+def ab_paths(pack, Ls, lib, kname, reps=30):
+    """The same kernel on the same buffers, launched by libingot's plan/execute and
+    directly (CuPy), alternately: a difference is the launch path's, not the kernel's."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime", "python"))
+    from ingot_runtime import Runtime
+    ctx = Runtime(lib).context("cuda")
+    ctx.open_pack(pack)
+    kdp = json.load(open(os.path.join(pack, "attention_decode.kdp.json")))
+    kern = Kernel(pack, next(k for k in kdp["kernelDescriptors"] if k["name"] == kname))
+    for L in Ls:
+        kv_bytes = 2 * L * 2 * 128 * 2
+        nbuf = int(max(2, min(32, math.ceil(4 * decode.L2_BYTES / kv_bytes))))
+        qs = [torch.randn(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+        ks = [torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+        vs = [torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+        o = torch.empty(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16)
+        lens = torch.full((1,), L, device="cuda", dtype=torch.int32)
+        plan = ctx.plan(qs[0], ks[0], vs[0], o, lens, capacity=L)
+        ws = torch.empty(max(plan.workspace_size // 4, 1), device="cuda", dtype=torch.float32)
+        bufs = [plan.buffers(qs[i], ks[i], vs[i], o, lens) for i in range(nbuf)]
+        st = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
+        rt = lambda i: plan.execute(bufs[i], ws, st())  # noqa: E731
+        direct = lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0, ws=ws,  # noqa: E731
+                                    splits=plan.num_splits)
+        out = []
+        for rnd in range(2):
+            for name, fn in (("runtime", rt), ("direct", direct)):
+                out.append(f"{name}[{rnd}] graph {decode.time_graph(fn, nbuf, reps):.1f} "
+                           f"call {decode.time_per_call(fn, nbuf, reps):.1f}")
+        print(f"A/B L={L} kernel={plan.kernel} splits={plan.num_splits} nbuf={nbuf}: " + "; ".join(out), flush=True)
+        del qs, ks, vs, bufs
         torch.cuda.empty_cache()
 
 
@@ -261,8 +295,13 @@ def main():
     ap.add_argument("--kernel", default="attention_decode_bf16_d128_g4_sq1_contig_w4t16_tc",
                     help="the pack kernel --time runs")
     ap.add_argument("--no-check", action="store_true", help="skip checking every pack kernel")
+    ap.add_argument("--ab", default=None, metavar="LIB",
+                    help="time --kernel through libingot (LIB) and directly on the same buffers, then exit")
     a = ap.parse_args()
     Ls = [int(x) for x in a.lengths.split(",")]
+    if a.ab:
+        ab_paths(a.pack, Ls, a.ab, a.kernel)
+        return 0
     if a.experiments:
         bench_experiments(a.experiments, Ls)
     kdp = json.load(open(os.path.join(a.pack, "attention_decode.kdp.json")))

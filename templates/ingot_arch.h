@@ -73,6 +73,10 @@ INGOT_DEVICE void mma16816(float (&c)[4], const u32 (&a)[4], u32 b0, u32 b1);
 template <int DT>
 INGOT_DEVICE u32 pack2(float lo, float hi);
 INGOT_DEVICE u32 byte_perm(u32 x, u32 y, u32 sel);
+INGOT_DEVICE void copy16_async(void *lds, const void *p, bool pred);
+INGOT_DEVICE void async_commit();
+template <int N>
+INGOT_DEVICE void async_wait();
 INGOT_DEVICE float fast_exp2(float x) { return __builtin_amdgcn_exp2f(x); }
 INGOT_DEVICE float max32(float a, float b) { return __builtin_fmaxf(a, b); }
 INGOT_DEVICE float fast_rcp(float x) { return __builtin_amdgcn_rcpf(x); }
@@ -145,6 +149,20 @@ INGOT_DEVICE u32 pack2(float lo, float hi) {
   return d;
 }
 INGOT_DEVICE u32 byte_perm(u32 x, u32 y, u32 sel) { return __byte_perm(x, y, sel); }
+// Asynchronous 16-byte copy global -> shared (sm_80+ cp.async, cached in L2
+// only): zeros land when pred is false, and then nothing is read. Copies are
+// grouped by async_commit; async_wait<N> returns once at most N of this
+// thread's groups are still in flight (other threads' copies need a barrier).
+INGOT_DEVICE void copy16_async(void *lds, const void *p, bool pred) {
+  const u32 dst = (u32)__cvta_generic_to_shared(lds);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(p), "r"(pred ? 16 : 0)
+               : "memory");
+}
+INGOT_DEVICE void async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+INGOT_DEVICE void async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
 INGOT_DEVICE float max32(float a, float b) { return fmaxf(a, b); }
 // Approximate reciprocal: no call into the IEEE division slow path (which
 // costs a stack frame and spills around the call).

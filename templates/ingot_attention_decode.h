@@ -57,10 +57,14 @@ constexpr float kNegInf = -__builtin_inff();
 enum Math { kMathSimt = 0, kMathAuto = 1 };
 
 template <int DTYPE_, int HEAD_DIM_, int GROUP_, int MAX_SQ_, int ROWS_, bool PAGED_, int WAVES_,
-          int TOKENS_PER_WAVE_, int OCCUPANCY_ = 0, int MATH_ = kMathSimt>
+          int TOKENS_PER_WAVE_, int OCCUPANCY_ = 0, int MATH_ = kMathSimt, int STAGES_ = 0>
 struct DecodeTraits {
   // kMathAuto: tensor cores where the arch has them (sm_90: mma.sync), else the SIMT path.
   static constexpr bool kUseMma = MATH_ == kMathAuto && kHasMma16816;
+  // Tensor-core path only: 0 keeps the next chunk in registers; N >= 2 streams K
+  // and V through an N-deep ring of shared-memory stages per wave (async copies).
+  static constexpr int kStages = kUseMma ? STAGES_ : 0;
+  static_assert(STAGES_ == 0 || (STAGES_ >= 2 && STAGES_ <= 8), "stages: 0 or 2..8");
   static constexpr int kOccupancy = OCCUPANCY_;  // workgroups per CU the build aims for (0: no hint)
   static constexpr int kDType = DTYPE_;
   static constexpr int kHeadDim = HEAD_DIM_;
@@ -72,6 +76,7 @@ struct DecodeTraits {
   static constexpr bool kPaged = PAGED_;
   static constexpr int kWaves = WAVES_;
   static constexpr int kThreads = WAVES_ * kWaveSize;
+  static constexpr int kMergeThreads = 4 * kWaveSize;  // the merge kernel's, whatever the split's
   static constexpr int kVec = 8;                               // elements per 16-byte load
   static constexpr int kLanesPerToken = HEAD_DIM_ / kVec;      // LPT
   static constexpr int kTokensPerLoad = kWaveSize / kLanesPerToken;
@@ -200,6 +205,15 @@ struct SplitShared {
   float wave_max[T::kWaves][T::kRows];
   float wave_sum[T::kWaves][T::kRows];
   float wave_acc[T::kWaves][T::kRows][T::kHeadDim];
+};
+
+// The tensor-core path's shared-memory ring (kStages > 0): per wave and stage,
+// the chunk's K rows then its V rows, D elements each. The waves' results reuse
+// the same bytes once every wave is past its loop.
+template <class T>
+union alignas(16) SplitSmem {
+  SplitShared<T> fin;
+  u16 ring[T::kStages > 0 ? T::kWaves * T::kStages * 2 * T::kChunk * T::kHeadDim : 1];
 };
 
 // The end of a split workgroup: its waves' (max, sum, acc) sit in LDS; merge
@@ -447,15 +461,18 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
 // g + 8*cc and the B operand is two byte permutes away.
 template <class T>
 INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
-  constexpr int R = T::kRows, D = T::kHeadDim, DT = T::kDType, C = T::kChunk;
+  constexpr int R = T::kRows, D = T::kHeadDim, DT = T::kDType, C = T::kChunk, NS = T::kStages;
   constexpr int NU = C / 8;     // QK n tiles of 8 tokens
   constexpr int NKS = D / 16;   // QK k steps
   constexpr int NKC = D / 32;   // 16-byte K chunks per token per lane
   constexpr int NPV = C / 16;   // PV k steps of 16 tokens
   constexpr int NDT = D / 8;    // PV n tiles
   constexpr int NVC = D / 64;   // 16-byte V chunks per token per lane
+  constexpr int CPR = D / 8;    // 16-byte chunks per row of D
   static_assert(T::kUseMma && kWaveSize == 32 && D % 64 == 0 && C % 16 == 0 && R <= 8, "mma path shape");
-  INGOT_SHARED SplitShared<T> sh;
+  static_assert(NS == 0 || (C * CPR) % kWaveSize == 0, "ring copies: whole waves");
+  INGOT_SHARED SplitSmem<T> smem;
+  SplitShared<T> &sh = smem.fin;
 
   const int tid = thread_id();
   const int wave = tid / kWaveSize, lane = tid % kWaveSize;
@@ -507,33 +524,11 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
     }
     return (long long)pos * st;
   };
-  auto load_chunk = [&](int tok0, u32x4 (&kw)[NU][NKC], u32x4 (&vw)[NPV][4][NVC]) {
-#pragma unroll
-    for (int u = 0; u < NU; ++u) {
-      const int pos = tok0 + 8 * u + g;
-      const char *kp = kbase + 2 * token_off(pos, k_stride_b, k_stride_t) + qd * 16;
-#pragma unroll
-      for (int j = 0; j < NKC; ++j) kw[u][j] = load16_if(kp + j * 64, pos < seg.end);
-    }
-#pragma unroll
-    for (int p = 0; p < NPV; ++p)
-#pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        const int pos = tok0 + 16 * p + 2 * qd + (t & 1) + 8 * (t >> 1);
-        const char *vp = vbase + 2 * token_off(pos, v_stride_b, v_stride_t) + g * 16;
-#pragma unroll
-        for (int cc = 0; cc < NVC; ++cc) vw[p][t][cc] = load16_if(vp + cc * 128, pos < seg.end);
-      }
-  };
 
-  u32x4 kw[NU][NKC], vw[NPV][4][NVC];
-  load_chunk(seg.begin + wave * C, kw, vw);
-  for (int tile = seg.begin; tile < seg.end; tile += T::kTile) {
-    const int tok0 = tile + wave * C;
-    u32x4 kn[NU][NKC], vn[NPV][4][NVC];
-    load_chunk(tok0 + T::kTile, kn, vn);
-
-    // S = q K^T for this wave's C tokens (row g, tokens 8u + 2qd + e).
+  // One chunk of C tokens at tok0 through the tensor cores: S = q K^T, one
+  // online-softmax rescale, O += P V. kw and vw are this lane's fragments.
+  auto consume = [&](int tok0, const u32x4 (&kw)[NU][NKC], const u32x4 (&vw)[NPV][4][NVC]) {
+    // S for row g, tokens 8u + 2qd + e.
     float sc[NU][2];
     float cmax = run_max;
 #pragma unroll
@@ -593,16 +588,101 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
         acc[i][1] = c[1];
       }
     }
+  };
+  // Fragment positions: K of token 8u + g, chunks qd + 4j; V of tokens
+  // 16p + 2qd + (t & 1) + 8(t >> 1), chunks g + 8cc.
+  auto v_token = [&](int p, int t) { return 16 * p + 2 * qd + (t & 1) + 8 * (t >> 1); };
+
+  if constexpr (NS == 0) {
+    // The next chunk's K and V are in flight in registers while this one is used.
+    auto load_chunk = [&](int tok0, u32x4 (&kw)[NU][NKC], u32x4 (&vw)[NPV][4][NVC]) {
 #pragma unroll
-    for (int u = 0; u < NU; ++u)
+      for (int u = 0; u < NU; ++u) {
+        const int pos = tok0 + 8 * u + g;
+        const char *kp = kbase + 2 * token_off(pos, k_stride_b, k_stride_t) + qd * 16;
 #pragma unroll
-      for (int j = 0; j < NKC; ++j) kw[u][j] = kn[u][j];
+        for (int j = 0; j < NKC; ++j) kw[u][j] = load16_if(kp + j * 64, pos < seg.end);
+      }
 #pragma unroll
-    for (int p = 0; p < NPV; ++p)
+      for (int p = 0; p < NPV; ++p)
 #pragma unroll
-      for (int t = 0; t < 4; ++t)
+        for (int t = 0; t < 4; ++t) {
+          const int pos = tok0 + v_token(p, t);
+          const char *vp = vbase + 2 * token_off(pos, v_stride_b, v_stride_t) + g * 16;
 #pragma unroll
-        for (int cc = 0; cc < NVC; ++cc) vw[p][t][cc] = vn[p][t][cc];
+          for (int cc = 0; cc < NVC; ++cc) vw[p][t][cc] = load16_if(vp + cc * 128, pos < seg.end);
+        }
+    };
+    u32x4 kw[NU][NKC], vw[NPV][4][NVC];
+    load_chunk(seg.begin + wave * C, kw, vw);
+    for (int tile = seg.begin; tile < seg.end; tile += T::kTile) {
+      const int tok0 = tile + wave * C;
+      u32x4 kn[NU][NKC], vn[NPV][4][NVC];
+      load_chunk(tok0 + T::kTile, kn, vn);
+      consume(tok0, kw, vw);
+#pragma unroll
+      for (int u = 0; u < NU; ++u)
+#pragma unroll
+        for (int j = 0; j < NKC; ++j) kw[u][j] = kn[u][j];
+#pragma unroll
+      for (int p = 0; p < NPV; ++p)
+#pragma unroll
+        for (int t = 0; t < 4; ++t)
+#pragma unroll
+          for (int cc = 0; cc < NVC; ++cc) vw[p][t][cc] = vn[p][t][cc];
+    }
+  } else {
+    // A ring of NS stages per wave; NS - 1 chunks are in flight while one is
+    // used. 16-byte chunk c of row t sits at c ^ f(t) (f below 8), so the
+    // fragment reads of a quarter wave hit 8 distinct bank groups: K rows
+    // alternate by 4, V rows by 2 * ((t >> 1) & 3).
+    u16 *ring = smem.ring + wave * NS * 2 * C * D;
+    auto k_at = [&](u16 *stage, int t, int c) { return stage + t * D + 8 * (c ^ ((t & 1) << 2)); };
+    auto v_at = [&](u16 *stage, int t, int c) { return stage + (C + t) * D + 8 * (c ^ (((t >> 1) & 3) << 1)); };
+    // Copies of one chunk: lane l takes chunks l + 32n of the chunk's C rows
+    // (whole rows per half wave: coalesced), K and V alike; zeros past the end.
+    auto issue = [&](int slot, int tok0) {
+      u16 *stage = ring + slot * 2 * C * D;
+#pragma unroll
+      for (int n = 0; n < C * CPR / kWaveSize; ++n) {
+        const int i = lane + kWaveSize * n, t = i / CPR, c = i % CPR;
+        const int pos = tok0 + t;
+        const bool live = pos < seg.end;
+        copy16_async(k_at(stage, t, c), kbase + 2 * token_off(pos, k_stride_b, k_stride_t) + c * 16, live);
+        copy16_async(v_at(stage, t, c), vbase + 2 * token_off(pos, v_stride_b, v_stride_t) + c * 16, live);
+      }
+    };
+#pragma unroll
+    for (int s = 0; s < NS - 1; ++s) {
+      const int tok0 = seg.begin + s * T::kTile + wave * C;
+      if (seg.begin + s * T::kTile < seg.end) issue(s, tok0);
+      async_commit();
+    }
+    int slot = 0;  // the stage this step uses; the chunk NS - 1 steps ahead goes to the one before it
+    for (int tile = seg.begin; tile < seg.end; tile += T::kTile) {
+      async_wait<NS - 2>();  // this thread's copies of this step have landed
+      sync_wave();           // ... and every lane's; the stage before is no longer read
+      const int ahead = tile + (NS - 1) * T::kTile;
+      if (ahead < seg.end) issue(slot == 0 ? NS - 1 : slot - 1, ahead + wave * C);
+      async_commit();
+      u16 *stage = ring + slot * 2 * C * D;
+      u32x4 kw[NU][NKC], vw[NPV][4][NVC];
+#pragma unroll
+      for (int u = 0; u < NU; ++u)
+#pragma unroll
+        for (int j = 0; j < NKC; ++j) kw[u][j] = *reinterpret_cast<const u32x4 *>(k_at(stage, 8 * u + g, qd + 4 * j));
+#pragma unroll
+      for (int p = 0; p < NPV; ++p)
+#pragma unroll
+        for (int t = 0; t < 4; ++t)
+#pragma unroll
+          for (int cc = 0; cc < NVC; ++cc)
+            vw[p][t][cc] = *reinterpret_cast<const u32x4 *>(v_at(stage, v_token(p, t), g + 8 * cc));
+      consume(tile + wave * C, kw, vw);
+      slot = slot == NS - 1 ? 0 : slot + 1;
+    }
+    async_wait<0>();
+    sync_block();  // every wave is past its ring: the results may reuse it
   }
 
   // The quad's partial sums of row g; lane (g, qd) holds columns 2qd + e of each n tile.
@@ -651,20 +731,20 @@ INGOT_DEVICE void store_row(void *o, float *lse, int b, int hkv, int row, int d,
 
 // ---- merge kernel ---------------------------------------------------------------
 // Grid (ROWS_TOTAL * D/32, Hkv, B): one workgroup per row and 32 columns, so the
-// partials are read by many workgroups at once. Its threads are 8 column
-// quads x kThreads/8 segment groups; each sums its segments' weighted partials
+// partials are read by many workgroups at once. Its threads (4 waves, whatever
+// the split kernel's) are 8 column quads x kMergeThreads/8 segment groups; each sums its segments' weighted partials
 // with 16-byte loads, then the groups are added through LDS.
 
 template <class T>
 struct MergeShared {
   float weight[T::kMaxSplits];
   float lse2;
-  float part[T::kThreads / 8][32];
+  float part[T::kMergeThreads / 8][32];
 };
 
 template <class T>
 INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
-  constexpr int D = T::kHeadDim, kCols = 32, kQuads = kCols / 4, kGroups = T::kThreads / kQuads;
+  constexpr int D = T::kHeadDim, kCols = 32, kQuads = kCols / 4, kGroups = T::kMergeThreads / kQuads;
   constexpr int kPer = (T::kMaxSplits + kGroups - 1) / kGroups;       // partial loads per thread, at most
   constexpr int kLsePer = (T::kMaxSplits + kWaveSize - 1) / kWaveSize;  // lse loads per lane of wave 0
   static_assert(D % kCols == 0, "merge columns");

@@ -135,6 +135,7 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
       return ingot_ad_error(err, err_size, "plan: workspace size overflows 64 bits");
   }
   const uint32_t threads = (uint32_t)(m->waves * caps->wave_size);
+  const uint32_t merge_threads = (uint32_t)(4 * caps->wave_size); /* kMergeThreads in the kernel header */
   out->num_splits = (int)splits;
   out->workspace_bytes = ws;
   out->num_launches = splits > 1 ? 2 : 1;
@@ -143,7 +144,7 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   if (splits > 1)
     /* The merge may be scheduled while the split runs; it waits for the split itself. */
     out->launches[1] = (ingot_launch){1, {(uint32_t)(rows_total * (D / 32)), (uint32_t)Hkv, (uint32_t)B},
-                                      {threads, 1, 1}, 0, INGOT_LAUNCH_PROGRAMMATIC};
+                                      {merge_threads, 1, 1}, 0, INGOT_LAUNCH_PROGRAMMATIC};
   for (int i = 0; i < 3; ++i) {
     out->q_stride[i] = g->q.strides[i];
     out->k_stride[i] = g->k.strides[i];

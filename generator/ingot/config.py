@@ -219,6 +219,7 @@ def _expand_variant(cfg, var, vpath, archs, ctx):
             group=point["group"], kv_layout=point["kv_layout"], max_sq=point["max_sq"],
             waves=knobs["waves"], tokens_per_wave=knobs["tokens_per_wave"], rows=rows,
             max_splits=knobs["max_splits"], occupancy=knobs["occupancy"], math=knobs["math"],
+            stages=knobs["stages"],
             priority=var["priority"],
             heads=heads,
             batch=tuple(admit["batch"]), seq_q=tuple(seq_q), capacity=tuple(admit["capacity"]),
@@ -235,6 +236,14 @@ def _expand_variant(cfg, var, vpath, archs, ctx):
 
 def _check_instance_fits(inst, archs, vpath, ctx):
     ok = True
+    if inst.stages == 1:
+        ctx.error(vpath + ("knobs", "stages"), "stages 1 overlaps no copy with the math (allowed: 0 for "
+                  "the register pipeline, or 2..8 shared-memory stages)")
+        return False
+    if inst.stages and inst.math != "auto":
+        ctx.error(vpath + ("knobs", "stages"), f"stages {inst.stages} needs math 'auto' (the tensor-core "
+                  "path streams through shared memory; the SIMT path keeps its pipeline in registers)")
+        return False
     for arch in archs:
         lpt = inst.head_dim // 8
         if lpt > arch.wave_size:
@@ -249,6 +258,9 @@ def _check_instance_fits(inst, archs, vpath, ctx):
                 why.append(f"tokens_per_wave {inst.tokens_per_wave} is not a multiple of 16")
             if inst.rows > 8:
                 why.append(f"{inst.rows} rows per workgroup exceed 8")
+            if inst.stages and (inst.tokens_per_wave * inst.head_dim // 8) % arch.wave_size:
+                why.append(f"the ring's {inst.tokens_per_wave} x {inst.head_dim // 8} chunk copies per "
+                           f"stage are not whole waves of {arch.wave_size}")
             if why:
                 ctx.error(vpath + ("knobs", "math"), f"math 'auto' uses tensor cores on {arch.name}, but "
                           f"{'; '.join(why)} (instance {inst.name})")

@@ -34,8 +34,11 @@ KNOBS = {
     # simt: CUDA-core / VALU math everywhere; auto: tensor cores where the arch
     # has them (sm_90 mma.sync), the SIMT path elsewhere.
     "math": Str(choices=["auto", "simt"]),
+    # Tensor-core path: 0 keeps the next chunk in registers; 2..8 stream K and V
+    # through that many shared-memory stages per wave (async copies).
+    "stages": Int(0, 8),
 }
-OPTIONAL_KNOBS = {"occupancy": 0, "math": "simt"}
+OPTIONAL_KNOBS = {"occupancy": 0, "math": "simt", "stages": 0}
 
 ADMIT = Map({
     "heads": (List(List(Int(1, 1024), min_len=2, max_len=2), unique=True), True, None),
@@ -103,6 +106,7 @@ class Instance:
     max_splits: int
     occupancy: int
     math: str
+    stages: int
     priority: int
     heads: tuple  # ((hq, hkv), ...)
     batch: tuple
@@ -117,8 +121,9 @@ class Instance:
         layout = "contig" if self.kv_layout == "contiguous" else "paged"
         occ = f"o{self.occupancy}" if self.occupancy else ""
         tc = "_tc" if self.math == "auto" else ""
+        st = f"s{self.stages}" if self.stages else ""
         return (f"{self.pack}_{self.dtype}_d{self.head_dim}_g{self.group}_sq{self.max_sq}_{layout}"
-                f"_w{self.waves}t{self.tokens_per_wave}{occ}{tc}")
+                f"_w{self.waves}t{self.tokens_per_wave}{occ}{tc}{st}")
 
     def filename(self, arch):
         return f"kernels/{arch}/{self.name}.hip"
@@ -130,7 +135,7 @@ class Instance:
     def code_key(self):
         """What changes the code: two instances with the same key are duplicates."""
         return (self.dtype, self.head_dim, self.group, self.kv_layout, self.max_sq, self.waves,
-                self.tokens_per_wave, self.rows, self.occupancy, self.math)
+                self.tokens_per_wave, self.rows, self.occupancy, self.math, self.stages)
 
     @property
     def rows_total(self):
@@ -175,11 +180,17 @@ class Instance:
     def tokens_per_load(self, arch):
         return arch.wave_size // (self.head_dim // 8)
 
+    def uses_ring(self, arch):
+        """The tensor-core path with a shared-memory ring (NVIDIA only)."""
+        return self.math == "auto" and self.stages > 0 and arch.vendor == "nvidia"
+
     def lds_bytes(self, arch):
-        """Static LDS of the split kernel (SplitShared in the header); the merge
-        kernel needs rows*(MAX_SPLITS+1)*4 bytes."""
+        """Static LDS of the split kernel (SplitShared, or the SplitSmem union
+        with the ring, in the header) or of the merge kernel (MergeShared), the larger."""
         split = 4 * self.waves * (self.tokens_per_wave * self.rows + 2 * self.rows + self.rows * self.head_dim)
-        merge = 4 * self.rows * (MAX_SPLITS + 1)
+        if self.uses_ring(arch):
+            split = max(split, self.waves * self.stages * 2 * self.tokens_per_wave * self.head_dim * ELEMENT_BYTES)
+        merge = 4 * (MAX_SPLITS + 1 + 4 * arch.wave_size // 8 * 32)  # MergeShared: 4 waves
         return max(split, merge)
 
 

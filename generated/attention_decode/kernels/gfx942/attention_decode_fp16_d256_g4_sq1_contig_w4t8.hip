@@ -6,13 +6,14 @@
 typedef ingot::DecodeTraits<ingot::kFP16, /*head_dim*/ 256, /*group*/ 4,
                             /*max_sq*/ 1, /*rows*/ 4, /*paged*/ false,
                             /*waves*/ 4, /*tokens_per_wave*/ 8,
-                            /*occupancy*/ 0, /*math*/ ingot::kMathSimt>
+                            /*occupancy*/ 0, /*math*/ ingot::kMathSimt,
+                            /*stages*/ 0>
     Traits;
 
 INGOT_KERNEL(Traits::kThreads, Traits::kOccupancy) void attention_decode_fp16_d256_g4_sq1_contig_w4t8_split(INGOT_AD_PARAMS) {
   ingot::decode_split<Traits>(INGOT_AD_ARGS);
 }
 
-INGOT_KERNEL(Traits::kThreads, Traits::kOccupancy) void attention_decode_fp16_d256_g4_sq1_contig_w4t8_merge(INGOT_AD_PARAMS) {
+INGOT_KERNEL(Traits::kMergeThreads, 0) void attention_decode_fp16_d256_g4_sq1_contig_w4t8_merge(INGOT_AD_PARAMS) {
   ingot::decode_merge<Traits>(INGOT_AD_ARGS);
 }

@@ -6,13 +6,14 @@
 typedef ingot::DecodeTraits<ingot::kBF16, /*head_dim*/ 64, /*group*/ 1,
                             /*max_sq*/ 1, /*rows*/ 1, /*paged*/ true,
                             /*waves*/ 4, /*tokens_per_wave*/ 16,
-                            /*occupancy*/ 0, /*math*/ ingot::kMathAuto>
+                            /*occupancy*/ 0, /*math*/ ingot::kMathAuto,
+                            /*stages*/ 0>
     Traits;
 
 INGOT_KERNEL(Traits::kThreads, Traits::kOccupancy) void attention_decode_bf16_d64_g1_sq1_paged_w4t16_tc_split(INGOT_AD_PARAMS) {
   ingot::decode_split<Traits>(INGOT_AD_ARGS);
 }
 
-INGOT_KERNEL(Traits::kThreads, Traits::kOccupancy) void attention_decode_bf16_d64_g1_sq1_paged_w4t16_tc_merge(INGOT_AD_PARAMS) {
+INGOT_KERNEL(Traits::kMergeThreads, 0) void attention_decode_bf16_d64_g1_sq1_paged_w4t16_tc_merge(INGOT_AD_PARAMS) {
   ingot::decode_merge<Traits>(INGOT_AD_ARGS);
 }
