@@ -61,14 +61,17 @@ def time_per_call(fn, nbuf, reps):
     return float(np.median(ts))
 
 
-def time_graph(fn, nbuf, reps):
+def time_graph(fn, nbuf, reps, calls=None):
+    """GPU time per call: `calls` calls (default nbuf) over the nbuf buffer sets
+    in turn, captured in one CUDA graph; the median replay over `calls`."""
+    calls = calls or nbuf
     g = torch.cuda.CUDAGraph()
     st = torch.cuda.Stream()
     st.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(st):
         with torch.cuda.graph(g, stream=st):
-            for i in range(nbuf):
-                fn(i)
+            for i in range(calls):
+                fn(i % nbuf)
     torch.cuda.synchronize()
     g.replay()
     torch.cuda.synchronize()
@@ -79,7 +82,7 @@ def time_graph(fn, nbuf, reps):
         g.replay()
         b.record()
         b.synchronize()
-        ts.append(a.elapsed_time(b) * 1e3 / nbuf)
+        ts.append(a.elapsed_time(b) * 1e3 / calls)
     return float(np.median(ts))
 
 
@@ -97,7 +100,7 @@ def reference(q, k, v, lens):
     return out
 
 
-def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling):
+def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling, calls=0):
     dt = torch.bfloat16
     kv_bytes = 2 * B * L * Hkv * D * 2
     nbuf = int(max(2, min(32, math.ceil(4 * L2_BYTES / kv_bytes))))
@@ -133,8 +136,9 @@ def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling):
     for i in range(nbuf):
         run(i)
     res["ingot_call"] = time_per_call(run, nbuf, reps)
-    res["ingot_graph"] = time_graph(run, nbuf, reps)
-    res["floor_graph"] = time_graph(run_floor, nbuf, reps)
+    calls = max(calls, nbuf)
+    res["ingot_graph"] = time_graph(run, nbuf, reps, calls)
+    res["floor_graph"] = time_graph(run_floor, nbuf, reps, calls)
 
     # Peers on their preferred layout [B, H, L, D], the same values.
     kp = [k.transpose(1, 2).contiguous() for k in ks]
@@ -149,7 +153,7 @@ def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling):
             torch.cuda.synchronize()
             perr = (out.double() - o.double()).abs().max().item()  # ingot was checked above
             res[f"{name}_call"] = time_per_call(peer, nbuf, reps)
-            res[f"{name}_graph"] = time_graph(peer, nbuf, reps)
+            res[f"{name}_graph"] = time_graph(peer, nbuf, reps, calls)
             res[f"{name}_vs_ingot"] = perr
         except Exception as e:  # a backend that cannot run this shape
             print(f"  {name} B={B} L={L}: {type(e).__name__}: {str(e)[:160]}", flush=True)
@@ -171,6 +175,8 @@ def main():
     ap.add_argument("--pack", default="build/packs/attention_decode")
     ap.add_argument("--out", default=".")
     ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--calls", type=int, default=0,
+                    help="calls per captured graph (default: one per buffer set, at least 2)")
     ap.add_argument("--quick", action="store_true", help="fewer points")
     ap.add_argument("--points", default=None,
                     help="comma-separated BxHqxHkvxL points instead of the full set, e.g. 1x8x2x65536")
@@ -193,7 +199,7 @@ def main():
            f" {'cuDNN':>8} {'%ceil':>6} | {'flash':>8} {'%ceil':>6} | {'vs best':>7}")
     print(hdr, flush=True)
     for B, Hq, Hkv, L in points:
-        r = bench_point(ctx, B, Hq, Hkv, L, 128, a.reps, ceiling)
+        r = bench_point(ctx, B, Hq, Hkv, L, 128, a.reps, ceiling, a.calls)
         rows.append(r)
         print(f"{B:>3} {Hq:>3}/{Hkv:<2} {L:>8} {r['splits']:>6} | {r['ingot_graph']:>6.2f}us {r['ingot_bw']*100:>5.1f}%"
               f" {r['ingot_call']:>5.1f}us {r['floor_graph']:>4.1f}us | {r['cudnn_graph']:>6.2f}us"

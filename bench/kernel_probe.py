@@ -275,13 +275,28 @@ def ab_paths(pack, Ls, lib, kname, reps=30):
         direct = lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0, ws=ws,  # noqa: E731
                                     splits=plan.num_splits)
         out = []
-        for rnd in range(2):
-            for name, fn in (("runtime", rt), ("direct", direct)):
-                out.append(f"{name}[{rnd}] graph {decode.time_graph(fn, nbuf, reps):.1f} "
-                           f"call {decode.time_per_call(fn, nbuf, reps):.1f}")
+        for name, fn in (("runtime", rt), ("direct", direct)):
+            out.append(f"{name} graph {decode.time_graph(fn, nbuf, reps):.1f} "
+                       f"call {decode.time_per_call(fn, nbuf, reps):.1f}")
+        # The same values inside one large allocation (a serving KV pool is one).
+        pool = torch.empty(2 * nbuf * L * 2 * 128 + (1 << 20), device="cuda", dtype=torch.bfloat16)
+        n = L * 2 * 128
+        kb = [pool[2 * i * n:(2 * i + 1) * n].view(1, L, 2, 128) for i in range(nbuf)]
+        vb = [pool[(2 * i + 1) * n:(2 * i + 2) * n].view(1, L, 2, 128) for i in range(nbuf)]
+        for i in range(nbuf):
+            kb[i].copy_(ks[i])
+            vb[i].copy_(vs[i])
+        bufs2 = [plan.buffers(qs[i], kb[i], vb[i], o, lens) for i in range(nbuf)]
+        rt2 = lambda i: plan.execute(bufs2[i], ws, st())  # noqa: E731
+        out.append(f"runtime-pool graph {decode.time_graph(rt2, nbuf, reps):.1f}")
+        for calls in (nbuf, 16):
+            out.append(f"runtime calls/graph {calls}: {decode.time_graph(rt, nbuf, reps, calls=calls):.1f}")
         print(f"A/B L={L} kernel={plan.kernel} splits={plan.num_splits} nbuf={nbuf}: " + "; ".join(out), flush=True)
-        del qs, ks, vs, bufs
+        del qs, ks, vs, bufs, bufs2, kb, vb, pool
         torch.cuda.empty_cache()
+        r = decode.bench_point(ctx, 1, 8, 2, L, 128, reps, 4.25e12)
+        print(f"   decode.bench_point L={L}: ingot graph {r['ingot_graph']:.1f} call {r['ingot_call']:.1f} "
+              f"floor {r['floor_graph']:.1f} cudnn {r['cudnn_graph']:.1f}", flush=True)
 
 
 def main():

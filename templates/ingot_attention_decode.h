@@ -272,6 +272,9 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
   const int b = block_z();
   const bool causal = (flags & kFlagCausal) != 0;
 
+  // Launched programmatically, this grid may start before the previous one in
+  // the stream (which may write q, K, V or the lengths) ends.
+  grid_dependency_wait();
   const Lengths seg = segment<T>(seq_lens, b, capacity, split, num_splits);
 
   // q rows of this workgroup, this lane's 8 elements, pre-scaled into log2 units.
@@ -482,6 +485,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   const int split = block_x() / T::kRowBlocks / num_kv_heads;
   const int b = block_z();
   const bool causal = (flags & kFlagCausal) != 0;
+  grid_dependency_wait();  // as in the SIMT path
   const Lengths seg = segment<T>(seq_lens, b, capacity, split, num_splits);
 
   // A operand of QK: row g's chunks qd + 4j, as loaded (16-bit pairs).
@@ -755,7 +759,10 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
   const int S = num_splits;
   const int quad = tid % kQuads, group = tid / kQuads;
   // Launched programmatically, this grid may start before the split grid ends.
+  // Once it has, the next grid in the stream may be scheduled: it waits for
+  // this one's completion in turn.
   grid_dependency_wait();
+  launch_dependents();
   const float *ws_lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, S);
   const float *ws_o = ws_lse + lse_floats<T>(S);
 

@@ -139,10 +139,12 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   out->num_splits = (int)splits;
   out->workspace_bytes = ws;
   out->num_launches = splits > 1 ? 2 : 1;
+  /* Both launches are programmatic: a grid may be scheduled while the one before
+   * it in the stream finishes, and waits for that grid's completion (and its
+   * memory) before it reads anything (griddepcontrol.wait in the kernels). */
   out->launches[0] = (ingot_launch){0, {(uint32_t)(splits * Hkv * row_blocks), 1, (uint32_t)B},
-                                    {threads, 1, 1}, 0, 0};
+                                    {threads, 1, 1}, 0, INGOT_LAUNCH_PROGRAMMATIC};
   if (splits > 1)
-    /* The merge may be scheduled while the split runs; it waits for the split itself. */
     out->launches[1] = (ingot_launch){1, {(uint32_t)(rows_total * (D / 32)), (uint32_t)Hkv, (uint32_t)B},
                                       {merge_threads, 1, 1}, 0, INGOT_LAUNCH_PROGRAMMATIC};
   for (int i = 0; i < 3; ++i) {

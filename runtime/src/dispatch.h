@@ -43,8 +43,9 @@ typedef struct ingot_device_caps {
                           from its registers and LDS; 0 when unknown */
 } ingot_device_caps;
 
-/* The launch may begin while the previous launch of the plan still runs: the
- * kernel itself waits for that grid (programmatic dependent launch, sm_90);
+/* The launch may begin while the previous grid in the stream (the plan's own,
+ * or the caller's) still runs: the kernel waits for that grid's completion and
+ * memory before it reads anything (programmatic dependent launch, sm_90);
  * backends without it launch normally, which is always correct. */
 #define INGOT_LAUNCH_PROGRAMMATIC 1u
 
