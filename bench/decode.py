@@ -175,8 +175,8 @@ def main():
     ap.add_argument("--pack", default="build/packs/attention_decode")
     ap.add_argument("--out", default=".")
     ap.add_argument("--reps", type=int, default=50)
-    ap.add_argument("--calls", type=int, default=0,
-                    help="calls per captured graph (default: one per buffer set, at least 2)")
+    ap.add_argument("--calls", type=int, default=20,
+                    help="calls per captured graph (at least one per buffer set): a replay long enough that its start-up and the clock ramp amortize")
     ap.add_argument("--quick", action="store_true", help="fewer points")
     ap.add_argument("--points", default=None,
                     help="comma-separated BxHqxHkvxL points instead of the full set, e.g. 1x8x2x65536")

@@ -42,7 +42,7 @@ class Kernel:
         self.name = kd["name"]
 
     def run(self, q, k, v, o, lse, lens, ptable, causal, capacity, page_size, splits=None, ws=None,
-            stream=None):
+            stream=None, merge=True):
         m = self.meta
         B, Hq, Sq, D = q.shape
         hkv = k.shape[2]
@@ -69,7 +69,7 @@ class Kernel:
         st = stream or cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
         with st:
             self.split((s * rb * hkv, 1, B), (threads,), args)
-            if s > 1:
+            if s > 1 and merge:
                 self.merge((rows_total * (D // 32), hkv, B), (128,), args)  # kMergeThreads
         return s
 
@@ -299,6 +299,29 @@ def ab_paths(pack, Ls, lib, kname, reps=30):
               f"floor {r['floor_graph']:.1f} cudnn {r['cudnn_graph']:.1f}", flush=True)
 
 
+def floor_parts(pack, kname, L=16384, calls=20):
+    """Where the fixed cost goes: split+merge and split alone, with the valid
+    length L and 0, for several split counts (direct launches, no PDL)."""
+    kdp = json.load(open(os.path.join(pack, "attention_decode.kdp.json")))
+    kern = Kernel(pack, next(k for k in kdp["kernelDescriptors"] if k["name"] == kname))
+    nbuf = 16
+    qs = [torch.randn(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+    ks = [torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+    vs = [torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+    o = torch.empty(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16)
+    ws = torch.empty(2 * (4 * 264 + 4 * 264 * 128) + 16, device="cuda")
+    full = torch.full((1,), L, device="cuda", dtype=torch.int32)
+    zero = torch.zeros(1, device="cuda", dtype=torch.int32)
+    for s in (1, 16, 33, 66, 132, 264):
+        out = []
+        for lname, lens in (("L", full), ("0", zero)):
+            for merge in (True, False):
+                t = decode.time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0,
+                                                         splits=s, ws=ws, merge=merge), nbuf, 30, calls)
+                out.append(f"{'split+merge' if merge else 'split'} len={lname} {t:.2f}")
+        print(f"floor L={L} splits={s}: " + "; ".join(out), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("pack")
@@ -312,8 +335,13 @@ def main():
     ap.add_argument("--no-check", action="store_true", help="skip checking every pack kernel")
     ap.add_argument("--ab", default=None, metavar="LIB",
                     help="time --kernel through libingot (LIB) and directly on the same buffers, then exit")
+    ap.add_argument("--floor", action="store_true", help="time the fixed cost's parts, then exit")
     a = ap.parse_args()
     Ls = [int(x) for x in a.lengths.split(",")]
+    if a.floor:
+        for L in Ls:
+            floor_parts(a.pack, a.kernel, L)
+        return 0
     if a.ab:
         ab_paths(a.pack, Ls, a.ab, a.kernel)
         return 0
