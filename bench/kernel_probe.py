@@ -154,12 +154,12 @@ def check(kern, B, Hq, Hkv, Sq, cap, causal, paged, page_size, with_lse, poison_
     return ok, err.max().item(), lerr, s
 
 
-def time_graph(fn, nbuf, reps=20):
+def time_graph(fn, nbuf, reps=20, calls=20):
     """decode.py's graph-replay timing, after an eager warm-up (module loads stay out of the capture)."""
     for i in range(nbuf):
         fn(i)
     torch.cuda.synchronize()
-    return decode.time_graph(fn, nbuf, reps)
+    return decode.time_graph(fn, nbuf, reps, max(calls, nbuf))
 
 
 def bench_seed(pack, kdps, Ls, name="attention_decode_bf16_d128_g4_sq1_contig_w4t16_tc"):
@@ -217,35 +217,36 @@ def bench_seed(pack, kdps, Ls, name="attention_decode_bf16_d128_g4_sq1_contig_w4
     return rows
 
 
-def bench_experiments(pack, Ls=(4096, 16384, 65536, 262144, 1048576)):
+def bench_experiments(pack, Ls=(4096, 16384, 65536, 262144, 1048576), B=1, hq=8, hkv=2, check_first=True):
     kdp = json.load(open(os.path.join(pack, "experiments.kdp.json")))
     kerns = [Kernel(pack, kd) for kd in kdp["kernelDescriptors"]]
-    for kern in kerns:
-        for (B, cap, causal, splits) in ((2, 1024, True, None), (3, 4096, False, 1), (1, 65536, True, None)):
-            ok, err, lerr, s = check(kern, B, 8, 2, 1, cap, causal, False, 16, True, True, splits)
-            print(f"{'ok ' if ok else 'FAIL'} {kern.name:52} B={B} cap={cap} causal={causal:d} splits={s} "
+    for kern in (kerns if check_first else []):
+        for (Bc, cap, causal, splits) in ((2, 1024, True, None), (3, 4096, False, 1), (1, 65536, True, None)):
+            ok, err, lerr, s = check(kern, Bc, 8, 2, 1, cap, causal, False, 16, True, True, splits)
+            print(f"{'ok ' if ok else 'FAIL'} {kern.name:52} B={Bc} cap={cap} causal={causal:d} splits={s} "
                   f"max_err={err:.5f} lse_err={lerr:.2e}", flush=True)
     for L in Ls:
-        kv_bytes = 2 * L * 2 * 128 * 2
+        kv_bytes = 2 * B * L * hkv * 128 * 2
         nbuf = max(2, min(64, int(math.ceil(400e6 / kv_bytes))))
-        qs = [torch.randn(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-        ks = [torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-        vs = [torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-        o = torch.empty(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16)
-        lens = torch.full((1,), L, device="cuda", dtype=torch.int32)
-        ws = torch.empty(2 * (4 * 1056 + 4 * 1056 * 128) + 16, device="cuda")
+        qs = [torch.randn(B, hq, 1, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+        ks = [torch.randn(B, L, hkv, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+        vs = [torch.randn(B, L, hkv, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+        o = torch.empty(B, hq, 1, 128, device="cuda", dtype=torch.bfloat16)
+        lens = torch.full((B,), L, device="cuda", dtype=torch.int32)
         line = []
         for kern in kerns:
             best = None
             tile = kern.meta["waves"] * kern.meta["tokens_per_wave"]
-            for s in sorted({max(1, min(sp, -(-L // tile))) for sp in (66, 132, 198, 256)}):
+            cands = {1} | {max(1, min(-(-tot // (B * hkv)), -(-L // tile), 256)) for tot in (128, 264, 396, 528)}
+            ws = torch.empty(B * hkv * (4 * max(cands) + 4 + 4 * max(cands) * 128), device="cuda")
+            for s in sorted(cands):
                 t = time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0,
                                                   ws=ws, splits=s), nbuf)
                 if best is None or t < best[0]:
                     best = (t, s)
             line.append(f"{kern.name.split('_contig_')[1]}={best[0]:.1f}us/{kv_bytes / best[0] / 4.281e6 * 100:.0f}%"
                         f"(s{best[1]})")
-        print(f"L={L:>8} " + "  ".join(line), flush=True)
+        print(f"B={B} {hq}/{hkv} L={L:>8} " + "  ".join(line), flush=True)
         del qs, ks, vs
         torch.cuda.empty_cache()
 
@@ -316,8 +317,8 @@ def floor_parts(pack, kname, L=16384, calls=20):
         out = []
         for lname, lens in (("L", full), ("0", zero)):
             for merge in (True, False):
-                t = decode.time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0,
-                                                         splits=s, ws=ws, merge=merge), nbuf, 30, calls)
+                t = time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0,
+                                                  splits=s, ws=ws, merge=merge), nbuf, 30, calls)
                 out.append(f"{'split+merge' if merge else 'split'} len={lname} {t:.2f}")
         print(f"floor L={L} splits={s}: " + "; ".join(out), flush=True)
 
@@ -335,6 +336,7 @@ def main():
     ap.add_argument("--no-check", action="store_true", help="skip checking every pack kernel")
     ap.add_argument("--ab", default=None, metavar="LIB",
                     help="time --kernel through libingot (LIB) and directly on the same buffers, then exit")
+    ap.add_argument("--batched", action="store_true", help="--experiments also at B 16 and 64 (32/8, 8K)")
     ap.add_argument("--floor", action="store_true", help="time the fixed cost's parts, then exit")
     a = ap.parse_args()
     Ls = [int(x) for x in a.lengths.split(",")]
@@ -347,6 +349,9 @@ def main():
         return 0
     if a.experiments:
         bench_experiments(a.experiments, Ls)
+        if a.batched:
+            for B in (16, 64):
+                bench_experiments(a.experiments, [8192], B, 32, 8, check_first=False)
     kdp = json.load(open(os.path.join(a.pack, "attention_decode.kdp.json")))
     kdps = kdp["kernelDescriptors"]
     torch.manual_seed(1234)
