@@ -157,8 +157,9 @@ struct Lengths {
 // Token range of segment `split` out of `num_splits`, from the device length.
 // Segments are whole tiles so that only the last one of a sequence is partial.
 template <class T>
-INGOT_DEVICE Lengths segment_of(int len, int capacity, int split, int num_splits) {
+INGOT_DEVICE Lengths segment(const int *seq_lens, int b, int capacity, int split, int num_splits) {
   Lengths s;
+  int len = seq_lens[b];
   len = len < 0 ? 0 : (len > capacity ? capacity : len);
   s.valid = len;
   const int tiles = (len + T::kTile - 1) / T::kTile;
@@ -168,18 +169,6 @@ INGOT_DEVICE Lengths segment_of(int len, int capacity, int split, int num_splits
   s.begin = (int)(b0 < len ? b0 : len);
   s.end = (int)(e0 < len ? e0 : len);
   return s;
-}
-template <class T>
-INGOT_DEVICE Lengths segment(const int *seq_lens, int b, int capacity, int split, int num_splits) {
-  return segment_of<T>(seq_lens[b], capacity, split, num_splits);
-}
-
-// When the capacity has no more tiles than there are segments, every segment
-// is at most one tile and starts at split * kTile whatever the valid length
-// (tiles_per above is 0 or 1).
-template <class T>
-INGOT_DEVICE bool single_tile_segments(int capacity, int num_splits) {
-  return (capacity + T::kTile - 1) / T::kTile <= num_splits;
 }
 
 // Last key (exclusive) that row r may see.
@@ -497,7 +486,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   const int b = block_z();
   const bool causal = (flags & kFlagCausal) != 0;
   grid_dependency_wait();  // as in the SIMT path
-  const int len_raw = seq_lens[b];  // in flight while q (and perhaps the first chunk) load
+  const Lengths seg = segment<T>(seq_lens, b, capacity, split, num_splits);
 
   // A operand of QK: row g's chunks qd + 4j, as loaded (16-bit pairs).
   const int row = row0 + g;
@@ -517,42 +506,6 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
     qa[2 * j][1] = qa[2 * j][3] = qa[2 * j + 1][1] = qa[2 * j + 1][3] = 0u;
   }
   const float qscale = scale * kLog2e;
-
-  const char *kbase = static_cast<const char *>(k) + 2 * (hkv * k_stride_h);
-  const char *vbase = static_cast<const char *>(v) + 2 * (hkv * v_stride_h);
-  if (!T::kPaged) {
-    kbase += 2 * b * k_stride_b;
-    vbase += 2 * b * v_stride_b;
-  }
-  // Fragment positions: K of token 8u + g, chunks qd + 4j; V of tokens
-  // 16p + 2qd + (t & 1) + 8(t >> 1), chunks g + 8cc.
-  auto v_token = [&](int p, int t) { return 16 * p + 2 * qd + (t & 1) + 8 * (t >> 1); };
-  // Register pipeline, contiguous cache, segments of one tile: this wave's chunk
-  // is known before the valid length, so its loads go out with the length's
-  // (bounded by the capacity: the cache's own size). Past the length, scores
-  // become -inf below and V is zeroed once the length is known, before any use.
-  u32x4 kw0[NU][NKC], vw0[NPV][4][NVC];
-  const bool early = NS == 0 && !T::kPaged && single_tile_segments<T>(capacity, num_splits);
-  if (early) {
-    const int tok0 = split * T::kTile + wave * C;
-#pragma unroll
-    for (int u = 0; u < NU; ++u) {
-      const int pos = tok0 + 8 * u + g;
-      const char *kp = kbase + 2 * (long long)pos * k_stride_t + qd * 16;
-#pragma unroll
-      for (int j = 0; j < NKC; ++j) kw0[u][j] = load16_if(kp + j * 64, pos < capacity);
-    }
-#pragma unroll
-    for (int p = 0; p < NPV; ++p)
-#pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        const int pos = tok0 + v_token(p, t);
-        const char *vp = vbase + 2 * (long long)pos * v_stride_t + g * 16;
-#pragma unroll
-        for (int cc = 0; cc < NVC; ++cc) vw0[p][t][cc] = load16_if(vp + cc * 128, pos < capacity);
-      }
-  }
-  const Lengths seg = segment_of<T>(len_raw, capacity, split, num_splits);
   const int limit = row_ok ? row_limit<T>(row, seg.valid, sq, causal) : 0;
 
   float run_max = kNegInf, run_sum = 0.f;
@@ -560,6 +513,12 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
 #pragma unroll
   for (int i = 0; i < NDT; ++i) acc[i][0] = acc[i][1] = 0.f;
 
+  const char *kbase = static_cast<const char *>(k) + 2 * (hkv * k_stride_h);
+  const char *vbase = static_cast<const char *>(v) + 2 * (hkv * v_stride_h);
+  if (!T::kPaged) {
+    kbase += 2 * b * k_stride_b;
+    vbase += 2 * b * v_stride_b;
+  }
   const int *ptable = T::kPaged ? page_table + b * page_table_stride : nullptr;
   const int page_shift = T::kPaged ? 31 - __builtin_clz((unsigned)page_size) : 0;
   auto token_off = [&](int pos, long long sb, long long st) -> long long {
@@ -634,6 +593,10 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
       }
     }
   };
+  // Fragment positions: K of token 8u + g, chunks qd + 4j; V of tokens
+  // 16p + 2qd + (t & 1) + 8(t >> 1), chunks g + 8cc.
+  auto v_token = [&](int p, int t) { return 16 * p + 2 * qd + (t & 1) + 8 * (t >> 1); };
+
   if constexpr (NS == 0) {
     // The next chunk's K and V are in flight in registers while this one is used.
     auto load_chunk = [&](int tok0, u32x4 (&kw)[NU][NKC], u32x4 (&vw)[NPV][4][NVC]) {
@@ -655,23 +618,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
         }
     };
     u32x4 kw[NU][NKC], vw[NPV][4][NVC];
-    if (early) {
-#pragma unroll
-      for (int u = 0; u < NU; ++u)
-#pragma unroll
-        for (int j = 0; j < NKC; ++j) kw[u][j] = kw0[u][j];  // past the length: scores are -inf
-#pragma unroll
-      for (int p = 0; p < NPV; ++p)
-#pragma unroll
-        for (int t = 0; t < 4; ++t)
-#pragma unroll
-          for (int cc = 0; cc < NVC; ++cc) {
-            const bool live = split * T::kTile + wave * C + v_token(p, t) < seg.end;
-            vw[p][t][cc] = live ? vw0[p][t][cc] : u32x4{0u, 0u, 0u, 0u};
-          }
-    } else {
-      load_chunk(seg.begin + wave * C, kw, vw);
-    }
+    load_chunk(seg.begin + wave * C, kw, vw);
     for (int tile = seg.begin; tile < seg.end; tile += T::kTile) {
       const int tok0 = tile + wave * C;
       u32x4 kn[NU][NKC], vn[NPV][4][NVC];
