@@ -323,6 +323,33 @@ def floor_parts(pack, kname, L=16384, calls=20):
         print(f"floor L={L} splits={s}: " + "; ".join(out), flush=True)
 
 
+def compare_packs(pack, other, kname, Ls, reps=30):
+    """The same kernel from two builds (this pack and OTHER), direct launches on the
+    same buffers, alternately: valid length L, L/2 + 1 and 0."""
+    kd = lambda p: next(k for k in json.load(open(os.path.join(p, "attention_decode.kdp.json")))  # noqa: E731
+                        ["kernelDescriptors"] if k["name"] == kname)
+    kerns = (("this", Kernel(pack, kd(pack))), ("other", Kernel(other, kd(other))))
+    for L in Ls:
+        kv_bytes = 2 * L * 2 * 128 * 2
+        nbuf = int(max(2, min(32, math.ceil(4 * decode.L2_BYTES / kv_bytes))))
+        qs = [torch.randn(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+        ks = [torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+        vs = [torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+        o = torch.empty(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16)
+        ws = torch.empty(2 * (4 * 264 + 4 * 264 * 128) + 16, device="cuda")
+        out = []
+        for n in (L, L // 2 + 1, 0):
+            lens = torch.full((1,), n, device="cuda", dtype=torch.int32)
+            for rnd in range(2):
+                for name, kern in kerns:
+                    t = time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0, ws=ws),
+                                   nbuf, reps)
+                    out.append(f"{name}[len {n}] {t:.2f}")
+        print(f"compare L={L}: " + "; ".join(out), flush=True)
+        del qs, ks, vs
+        torch.cuda.empty_cache()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("pack")
@@ -337,9 +364,13 @@ def main():
     ap.add_argument("--ab", default=None, metavar="LIB",
                     help="time --kernel through libingot (LIB) and directly on the same buffers, then exit")
     ap.add_argument("--batched", action="store_true", help="--experiments also at B 16 and 64 (32/8, 8K)")
+    ap.add_argument("--compare", default=None, metavar="PACK", help="time --kernel against the one in PACK, then exit")
     ap.add_argument("--floor", action="store_true", help="time the fixed cost's parts, then exit")
     a = ap.parse_args()
     Ls = [int(x) for x in a.lengths.split(",")]
+    if a.compare:
+        compare_packs(a.pack, a.compare, a.kernel, Ls)
+        return 0
     if a.floor:
         for L in Ls:
             floor_parts(a.pack, a.kernel, L)
