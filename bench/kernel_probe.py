@@ -350,6 +350,43 @@ def compare_packs(pack, other, kname, Ls, reps=30):
         torch.cuda.empty_cache()
 
 
+def layouts(pack, exp_pack, shapes, reps=30):
+    """DRAM locality: the same kernels on a token-major cache [B, L, Hkv, D] (the
+    cache ingot is given) and on a head-major one [B, Hkv, L, D] (what SDPA reads),
+    best over split counts, with cuDNN on the head-major copy for reference."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    kdp = json.load(open(os.path.join(exp_pack, "experiments.kdp.json")))
+    kerns = [Kernel(exp_pack, kd) for kd in kdp["kernelDescriptors"]
+             if kd["name"].endswith(("w4t16_tc", "w2t16_tcs2"))]
+    for (B, hq, hkv, L) in shapes:
+        kv_bytes = 2 * B * L * hkv * 128 * 2
+        nbuf = int(max(2, min(32, math.ceil(4 * decode.L2_BYTES / kv_bytes))))
+        qs = [torch.randn(B, hq, 1, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+        kt = [torch.randn(B, L, hkv, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+        vt = [torch.randn(B, L, hkv, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+        kh = [k.transpose(1, 2).contiguous() for k in kt]  # [B, Hkv, L, D]
+        vh = [v.transpose(1, 2).contiguous() for v in vt]
+        o = torch.empty(B, hq, 1, 128, device="cuda", dtype=torch.bfloat16)
+        lens = torch.full((B,), L, device="cuda", dtype=torch.int32)
+        out = []
+        for kern in kerns:
+            tile = kern.meta["waves"] * kern.meta["tokens_per_wave"]
+            cands = sorted({1} | {max(1, min(-(-tot // (B * hkv)), -(-L // tile), 256)) for tot in (128, 264, 396, 528)})
+            ws = torch.empty(B * hkv * (4 * max(cands) + 4 + 4 * max(cands) * 128), device="cuda")
+            for lname, ks, vs in (("token-major", kt, vt), ("head-major", [k.transpose(1, 2) for k in kh],
+                                                            [v.transpose(1, 2) for v in vh])):
+                best = min((time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0,
+                                                          ws=ws, splits=s), nbuf, reps), s) for s in cands)
+                out.append(f"{kern.name.split('_contig_')[1]} {lname} {best[0]:.1f}us(s{best[1]})")
+        def sdpa(i):
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                torch.nn.functional.scaled_dot_product_attention(qs[i], kh[i], vh[i], enable_gqa=True)
+        out.append(f"cudnn {time_graph(sdpa, nbuf, reps):.1f}us")
+        print(f"layout B={B} {hq}/{hkv} L={L} ({kv_bytes / 1e6:.0f} MB): " + "; ".join(out), flush=True)
+        del qs, kt, vt, kh, vh
+        torch.cuda.empty_cache()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("pack")
@@ -364,10 +401,15 @@ def main():
     ap.add_argument("--ab", default=None, metavar="LIB",
                     help="time --kernel through libingot (LIB) and directly on the same buffers, then exit")
     ap.add_argument("--batched", action="store_true", help="--experiments also at B 16 and 64 (32/8, 8K)")
+    ap.add_argument("--layouts", action="store_true", help="token-major against head-major caches "
+                    "(kernels of --experiments), then exit")
     ap.add_argument("--compare", default=None, metavar="PACK", help="time --kernel against the one in PACK, then exit")
     ap.add_argument("--floor", action="store_true", help="time the fixed cost's parts, then exit")
     a = ap.parse_args()
     Ls = [int(x) for x in a.lengths.split(",")]
+    if a.layouts:
+        layouts(a.pack, a.experiments, [(16, 32, 8, 8192), (1, 8, 2, 1048576), (1, 8, 2, 65536), (64, 32, 8, 8192)])
+        return 0
     if a.compare:
         compare_packs(a.pack, a.compare, a.kernel, Ls)
         return 0
