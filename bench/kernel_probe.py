@@ -387,6 +387,28 @@ def layouts(pack, exp_pack, shapes, reps=30):
         torch.cuda.empty_cache()
 
 
+def sweep(exp_pack, spec, reps=30):
+    """Split counts for one shape, every experiment kernel: spec 'B,Hq,Hkv,L:s1/s2/...'."""
+    shape, splits = spec.split(":")
+    B, hq, hkv, L = (int(x) for x in shape.split(","))
+    splits = [int(x) for x in splits.split("/")]
+    kdp = json.load(open(os.path.join(exp_pack, "experiments.kdp.json")))
+    kerns = [Kernel(exp_pack, kd) for kd in kdp["kernelDescriptors"]
+             if kd["name"].endswith(("w4t16_tc", "w2t16_tcs2", "w2t16_tcs3", "w1t16_tcs4"))]
+    kv_bytes = 2 * B * L * hkv * 128 * 2
+    nbuf = int(max(2, min(32, math.ceil(4 * decode.L2_BYTES / kv_bytes))))
+    qs = [torch.randn(B, hq, 1, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+    ks = [torch.randn(B, L, hkv, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+    vs = [torch.randn(B, L, hkv, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+    o = torch.empty(B, hq, 1, 128, device="cuda", dtype=torch.bfloat16)
+    lens = torch.full((B,), L, device="cuda", dtype=torch.int32)
+    ws = torch.empty(B * hkv * (4 * max(splits) + 4 + 4 * max(splits) * 128), device="cuda")
+    for kern in kerns:
+        ts = [f"s{sp}={time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0, ws=ws, splits=sp), nbuf, reps):.1f}"
+              for sp in splits]
+        print(f"sweep B={B} {hq}/{hkv} L={L} {kern.name.split('_contig_')[1]}: " + " ".join(ts), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("pack")
@@ -401,12 +423,18 @@ def main():
     ap.add_argument("--ab", default=None, metavar="LIB",
                     help="time --kernel through libingot (LIB) and directly on the same buffers, then exit")
     ap.add_argument("--batched", action="store_true", help="--experiments also at B 16 and 64 (32/8, 8K)")
+    ap.add_argument("--sweep", action="append", default=[], metavar="B,HQ,HKV,L:S1/S2/..",
+                    help="time the experiment kernels at these split counts, then exit")
     ap.add_argument("--layouts", action="store_true", help="token-major against head-major caches "
                     "(kernels of --experiments), then exit")
     ap.add_argument("--compare", default=None, metavar="PACK", help="time --kernel against the one in PACK, then exit")
     ap.add_argument("--floor", action="store_true", help="time the fixed cost's parts, then exit")
     a = ap.parse_args()
     Ls = [int(x) for x in a.lengths.split(",")]
+    if a.sweep:
+        for spec in a.sweep:
+            sweep(a.experiments, spec)
+        return 0
     if a.layouts:
         layouts(a.pack, a.experiments, [(16, 32, 8, 8192), (1, 8, 2, 1048576), (1, 8, 2, 65536), (64, 32, 8, 8192)])
         return 0
