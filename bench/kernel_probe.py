@@ -394,7 +394,7 @@ def sweep(exp_pack, spec, reps=30):
     splits = [int(x) for x in splits.split("/")]
     kdp = json.load(open(os.path.join(exp_pack, "experiments.kdp.json")))
     kerns = [Kernel(exp_pack, kd) for kd in kdp["kernelDescriptors"]
-             if kd["name"].endswith(("w4t16_tc", "w2t16_tcs2", "w2t16_tcs3", "w1t16_tcs4"))]
+             if kd["name"].endswith(("w4t16_tc", "w2t16_tcs2"))]
     kv_bytes = 2 * B * L * hkv * 128 * 2
     nbuf = int(max(2, min(32, math.ceil(4 * decode.L2_BYTES / kv_bytes))))
     qs = [torch.randn(B, hq, 1, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
@@ -406,6 +406,8 @@ def sweep(exp_pack, spec, reps=30):
     for kern in kerns:
         ts = [f"s{sp}={time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0, ws=ws, splits=sp), nbuf, reps):.1f}"
               for sp in splits]
+        ts += [f"s{sp}/split-only={time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0, ws=ws, splits=sp, merge=False), nbuf, reps):.1f}"
+               for sp in splits if sp > 1]
         print(f"sweep B={B} {hq}/{hkv} L={L} {kern.name.split('_contig_')[1]}: " + " ".join(ts), flush=True)
 
 
