@@ -70,7 +70,9 @@ class Kernel:
         with st:
             self.split((s * rb * hkv, 1, B), (threads,), args)
             if s > 1 and merge:
-                self.merge((rows_total * (D // 32), hkv, B), (128,), args)  # kMergeThreads
+                # the merge's two modes (templates/ingot_attention_decode_limits.h); 128 threads
+                mx = -(-rows_total * (D // 4) // 128) if s <= 16 else rows_total * (D // 32)
+                self.merge((mx, hkv, B), (128,), args)
         return s
 
 

@@ -25,6 +25,7 @@
 #define INGOT_ATTENTION_DECODE_H
 
 #include "ingot_arch.h"
+#include "ingot_attention_decode_limits.h"
 
 // One signature for both entry points; the UDD describes it argument by
 // argument and the build checks each code object against it.
@@ -76,7 +77,7 @@ struct DecodeTraits {
   static constexpr bool kPaged = PAGED_;
   static constexpr int kWaves = WAVES_;
   static constexpr int kThreads = WAVES_ * kWaveSize;
-  static constexpr int kMergeThreads = 4 * kWaveSize;  // the merge kernel's, whatever the split's
+  static constexpr int kMergeThreads = INGOT_AD_MERGE_WAVES * kWaveSize;  // the merge kernel's
   static constexpr int kVec = 8;                               // elements per 16-byte load
   static constexpr int kLanesPerToken = HEAD_DIM_ / kVec;      // LPT
   static constexpr int kTokensPerLoad = kWaveSize / kLanesPerToken;
@@ -734,7 +735,9 @@ INGOT_DEVICE void store_row(void *o, float *lse, int b, int hkv, int row, int d,
 }
 
 // ---- merge kernel ---------------------------------------------------------------
-// Grid (ROWS_TOTAL * D/32, Hkv, B): one workgroup per row and 32 columns, so the
+// Wide merge (more than INGOT_AD_COMPACT_MERGE_SPLITS segments; the compact one
+// is above decode_merge):
+// grid (ROWS_TOTAL * D/32, Hkv, B): one workgroup per row and 32 columns, so the
 // partials are read by many workgroups at once. Its threads (4 waves, whatever
 // the split kernel's) are 8 column quads x kMergeThreads/8 segment groups; each sums its segments' weighted partials
 // with 16-byte loads, then the groups are added through LDS.
@@ -746,8 +749,60 @@ struct MergeShared {
   float part[T::kMergeThreads / 8][32];
 };
 
+// Compact merge (num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS): many sequences
+// and heads, few segments. Each thread owns 4 columns of one row and reads all
+// the row's segment partials and lse values in one round trip; no LDS, no
+// barrier, so thousands of (row, column) blocks take a few workgroups.
+template <class T>
+INGOT_DEVICE void merge_compact(INGOT_AD_PARAMS) {
+  constexpr int D = T::kHeadDim, kMax = INGOT_AD_COMPACT_MERGE_SPLITS;
+  const int item = block_x() * T::kMergeThreads + thread_id();
+  const int hkv = block_y(), b = block_z(), S = num_splits;
+  if (item >= T::kRowsTotal * (D / 4)) return;
+  const int row = item / (D / 4), c0 = item % (D / 4) * 4;
+  const float *ws_lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, S);
+  const float *ws_o = ws_lse + lse_floats<T>(S);
+  float l[kMax];
+  u32x4 part[kMax];
+  float m = kNegInf;
+#pragma unroll
+  for (int s = 0; s < kMax; ++s) {
+    const bool live = s < S;
+    l[s] = live ? ws_lse[(long long)row * S + s] : kNegInf;
+    part[s] = load16_if(ws_o + ((long long)row * S + s) * D + c0, live);
+    m = max32(m, l[s]);
+  }
+  // A row no segment saw keeps 0 as its reference: exp2(-inf - 0) = 0, no NaN.
+  const float ref = m == kNegInf ? 0.f : m;
+  float den = 0.f, acc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+  for (int s = 0; s < kMax; ++s) {
+    const float w = fast_exp2(l[s] - ref);  // 0 past S (l = -inf), and the partial is 0 there too
+    den += w;
+    acc[0] += w * bits_to_float(part[s].x);
+    acc[1] += w * bits_to_float(part[s].y);
+    acc[2] += w * bits_to_float(part[s].z);
+    acc[3] += w * bits_to_float(part[s].w);
+  }
+  const float inv = den > 0.f ? fast_rcp(den) : 0.f;
+  const float lse2 = den > 0.f ? m + fast_log2(den) : kNegInf;
+#pragma unroll
+  for (int e = 0; e < 4; ++e)
+    store_row<T>(o, lse, b, hkv, row, c0 + e, acc[e] * inv, lse2, sq, num_kv_heads, o_stride_b,
+                 o_stride_h, o_stride_s, flags);
+}
+
 template <class T>
 INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
+  // Launched programmatically, this grid may start before the split grid ends.
+  // Once it has, the next grid in the stream may be scheduled: it waits for
+  // this one's completion in turn.
+  grid_dependency_wait();
+  launch_dependents();
+  if (num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS) {
+    merge_compact<T>(INGOT_AD_ARGS);
+    return;
+  }
   constexpr int D = T::kHeadDim, kCols = 32, kQuads = kCols / 4, kGroups = T::kMergeThreads / kQuads;
   constexpr int kPer = (T::kMaxSplits + kGroups - 1) / kGroups;       // partial loads per thread, at most
   constexpr int kLsePer = (T::kMaxSplits + kWaveSize - 1) / kWaveSize;  // lse loads per lane of wave 0
@@ -758,11 +813,6 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
   const int hkv = block_y(), b = block_z();
   const int S = num_splits;
   const int quad = tid % kQuads, group = tid / kQuads;
-  // Launched programmatically, this grid may start before the split grid ends.
-  // Once it has, the next grid in the stream may be scheduled: it waits for
-  // this one's completion in turn.
-  grid_dependency_wait();
-  launch_dependents();
   const float *ws_lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, S);
   const float *ws_o = ws_lse + lse_floats<T>(S);
 

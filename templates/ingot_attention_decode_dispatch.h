@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "dispatch.h"
+#include "ingot_attention_decode_limits.h"
 
 typedef struct ingot_ad_policy {
   int ctas_per_cu;           /* resident split workgroups per CU when the device cannot say */
@@ -135,7 +136,12 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
       return ingot_ad_error(err, err_size, "plan: workspace size overflows 64 bits");
   }
   const uint32_t threads = (uint32_t)(m->waves * caps->wave_size);
-  const uint32_t merge_threads = (uint32_t)(4 * caps->wave_size); /* kMergeThreads in the kernel header */
+  const uint32_t merge_threads = (uint32_t)(INGOT_AD_MERGE_WAVES * caps->wave_size);
+  /* The merge's grid follows its mode (ingot_attention_decode_limits.h); rows_total * D
+   * < 2^31 was checked above. */
+  const uint32_t merge_x = splits <= INGOT_AD_COMPACT_MERGE_SPLITS
+                               ? (uint32_t)ingot_ad_ceil_div(rows_total * (D / 4), merge_threads)
+                               : (uint32_t)(rows_total * (D / 32));
   out->num_splits = (int)splits;
   out->workspace_bytes = ws;
   out->num_launches = splits > 1 ? 2 : 1;
@@ -145,7 +151,7 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   out->launches[0] = (ingot_launch){0, {(uint32_t)(splits * Hkv * row_blocks), 1, (uint32_t)B},
                                     {threads, 1, 1}, 0, INGOT_LAUNCH_PROGRAMMATIC};
   if (splits > 1)
-    out->launches[1] = (ingot_launch){1, {(uint32_t)(rows_total * (D / 32)), (uint32_t)Hkv, (uint32_t)B},
+    out->launches[1] = (ingot_launch){1, {merge_x, (uint32_t)Hkv, (uint32_t)B},
                                       {merge_threads, 1, 1}, 0, INGOT_LAUNCH_PROGRAMMATIC};
   for (int i = 0; i < 3; ++i) {
     out->q_stride[i] = g->q.strides[i];

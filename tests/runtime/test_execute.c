@@ -10,12 +10,14 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "ingot_attention_decode_limits.h"
 #include "internal.h"
 
 static const char *g_pack;
 
 typedef struct fake_dev {
   atomic_int loads, unloads, launches, bad_launches;
+  atomic_int merge_x, merge_y, merge_threads, merge_splits; /* the last merge launch */
   int wrong_params; /* report a parameter list that disagrees with the UDD */
   const ingot_attention_buffers *expect;
 } fake_dev;
@@ -64,6 +66,14 @@ static ingot_status f_launch(ingot_backend_device *d, ingot_backend_function fn,
   memcpy(&q, args, sizeof q);
   int ok = size == 196 && fn != NULL && grid[0] > 0 && block[0] > 0 && q == f->expect->q;
   atomic_fetch_add(ok ? &f->launches : &f->bad_launches, 1);
+  if (ok && (uintptr_t)fn == 2) { /* the merge: its grid and the num_splits kernarg (offset 180) */
+    int32_t splits;
+    memcpy(&splits, (const char *)args + 180, sizeof splits);
+    atomic_store(&f->merge_x, (int)grid[0]);
+    atomic_store(&f->merge_y, (int)grid[1]);
+    atomic_store(&f->merge_threads, (int)block[0]);
+    atomic_store(&f->merge_splits, splits);
+  }
   return INGOT_OK;
 }
 static void f_close(ingot_backend_device *d) { (void)d; }
@@ -133,6 +143,30 @@ int main(int argc, char **argv) {
   ingot_plan_destroy(plan);
   ingot_context_destroy(ctx);
   CHECK(atomic_load(&f.unloads) == 1);
+
+  /* The merge grid follows its mode (templates/ingot_attention_decode_limits.h):
+   * few segments, one thread per 4 columns of a row (the seed's 4 rows x 128
+   * columns: one workgroup of 4 wave64s); many, one workgroup per row and 32
+   * columns (16). One KV head pair per grid row either way. */
+  static const int64_t caps[2] = {1024, 65536};
+  for (int i = 0; i < 2; ++i) {
+    static fake_dev m[2];
+    m[i].expect = &b;
+    ctx = fake_context(&m[i]);
+    ingot_attention_graph gm = seed_graph(caps[i], INGOT_MASK_NONE);
+    CHECK_STATUS(ingot_plan_create(ctx, &gm, &plan), INGOT_OK);
+    if (!plan) break;
+    const int splits = ingot_plan_num_splits(plan);
+    char err[512];
+    CHECK_STATUS(ingot_plan_execute_ex(plan, NULL, &b, ws, ingot_plan_workspace_size(plan), err, sizeof err),
+                 INGOT_OK);
+    CHECK(splits > 1 && atomic_load(&m[i].merge_splits) == splits);
+    CHECK(atomic_load(&m[i].merge_y) == 2 && atomic_load(&m[i].merge_threads) == 256);
+    CHECK(atomic_load(&m[i].merge_x) == (splits <= INGOT_AD_COMPACT_MERGE_SPLITS ? 1 : 16));
+    CHECK(i == 0 ? splits <= INGOT_AD_COMPACT_MERGE_SPLITS : splits > INGOT_AD_COMPACT_MERGE_SPLITS);
+    ingot_plan_destroy(plan);
+    ingot_context_destroy(ctx);
+  }
 
   /* a code object whose parameters disagree with the UDD: refused, unloaded, and
    * refused again without a second load */
