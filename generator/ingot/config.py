@@ -272,8 +272,12 @@ def _check_instance_fits(inst, archs, vpath, ctx):
                       f"for head dim {inst.head_dim} (instance {inst.name})")
             ok = False
         if inst.lds_bytes(arch) > arch.max_lds_bytes:
+            ring = ""
+            if inst.uses_ring(arch):
+                ring = (f" (its shared-memory ring: {inst.waves} waves x {inst.stages} stages x "
+                        f"{inst.tokens_per_wave} tokens x head dim {inst.head_dim} x 4 bytes for K and V)")
             ctx.error(vpath + ("knobs",), f"instance {inst.name} needs {inst.lds_bytes(arch)} bytes of "
-                      f"LDS, more than the {arch.max_lds_bytes} {arch.name} allows")
+                      f"LDS, more than the {arch.max_lds_bytes} {arch.name} allows{ring}")
             ok = False
     return ok
 

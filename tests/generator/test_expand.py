@@ -10,10 +10,12 @@ import uuid
 
 from gen_support import MAIN_CONFIG, MINIMAL_CONFIG, SEED_CONFIG, run_cli
 
+from ingot.archs import ARCHS
 from ingot.cli import EXIT_OK, load_pack
 from ingot.config import validate_and_expand
 from ingot.errors import ConfigErrors
 from ingot.load import load_text
+from ingot.render import render_pack
 
 NAMESPACE = uuid.UUID("6f1d9a52-6c1e-5b7a-9a3e-1c0d2b7e4a10")
 
@@ -152,6 +154,20 @@ class ExpansionRuleTest(unittest.TestCase):
         self.assertEqual((inst.waves, inst.tokens_per_wave, inst.max_splits), (2, 8, 64))
         self.assertEqual(inst.name, "minimal_bf16_d128_g4_sq1_contig_w2t8")
         self.assertEqual(inst.metadata()["max_splits"], 64)
+
+    def test_stages_knob_names_sizes_and_renders_the_ring(self):
+        (reg,) = expand(variant("v", extra="    knobs: {math: auto, waves: 2}\n")).instances
+        (ring,) = expand(variant("v", extra="    knobs: {math: auto, waves: 2, stages: 3}\n")).instances
+        self.assertEqual((reg.stages, ring.stages), (0, 3))
+        self.assertEqual(ring.name, "minimal_bf16_d128_g4_sq1_contig_w2t16_tcs3")
+        self.assertNotEqual(reg.code_key, ring.code_key)
+        # The ring is NVIDIA's (the tensor-core path): 2 waves x 3 stages x 16 tokens x 128 x 2 (K, V) x 2 bytes.
+        self.assertEqual(ring.lds_bytes(ARCHS["sm_90"]), 2 * 3 * 16 * 128 * 2 * 2)
+        self.assertEqual(ring.lds_bytes(ARCHS["gfx942"]), reg.lds_bytes(ARCHS["gfx942"]))
+        self.assertLess(reg.lds_bytes(ARCHS["sm_90"]), ring.lds_bytes(ARCHS["sm_90"]))
+        files = render_pack(expand(variant("v", extra="    knobs: {math: auto, waves: 2, stages: 3}\n")))
+        for arch in ("gfx942", "sm_90"):
+            self.assertIn("/*stages*/ 3>", files[f"kernels/{arch}/{ring.name}.hip"])
 
     def test_max_rows_knob_caps_rows(self):
         (inst,) = expand(variant("v", extra="    knobs: {max_rows: 2}\n")).instances
