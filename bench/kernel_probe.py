@@ -156,6 +156,19 @@ def check(kern, B, Hq, Hkv, Sq, cap, causal, paged, page_size, with_lse, poison_
     return ok, err.max().item(), lerr, s
 
 
+def buffer_sets(B, hq, hkv, L, nbuf=None, D=128):
+    """Fresh bf16 inputs: nbuf sets of q [B, hq, 1, D] and token-major K, V [B, L, hkv, D],
+    enough sets (by default) that the KV cache is not served from L2; o; the KV bytes."""
+    kv_bytes = 2 * B * L * hkv * D * 2
+    if nbuf is None:
+        nbuf = int(max(2, min(32, math.ceil(4 * decode.L2_BYTES / kv_bytes))))
+    bf = dict(device="cuda", dtype=torch.bfloat16)
+    qs = [torch.randn(B, hq, 1, D, **bf) for _ in range(nbuf)]
+    ks = [torch.randn(B, L, hkv, D, **bf) for _ in range(nbuf)]
+    vs = [torch.randn(B, L, hkv, D, **bf) for _ in range(nbuf)]
+    return nbuf, qs, ks, vs, torch.empty(B, hq, 1, D, **bf), kv_bytes
+
+
 def time_graph(fn, nbuf, reps=20, calls=20):
     """decode.py's graph-replay timing, after an eager warm-up (module loads stay out of the capture)."""
     for i in range(nbuf):
@@ -169,12 +182,7 @@ def bench_seed(pack, kdps, Ls, name="attention_decode_bf16_d128_g4_sq1_contig_w4
     kern = Kernel(pack, kd)
     rows = []
     for L in Ls:
-        kv_bytes = 2 * L * 2 * 128 * 2
-        nbuf = max(2, min(64, int(math.ceil(400e6 / kv_bytes))))
-        qs = [torch.randn(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-        ks = [torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-        vs = [torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-        o = torch.empty(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16)
+        nbuf, qs, ks, vs, o, kv_bytes = buffer_sets(1, 8, 2, L)
         lens = torch.full((1,), L, device="cuda", dtype=torch.int32)
         s, _ = plan_splits(kern.meta, 1, 2, L)
         ws = torch.empty(2 * (4 * 264 + 4 * 264 * 128) + 16, device="cuda")
@@ -228,12 +236,7 @@ def bench_experiments(pack, Ls=(4096, 16384, 65536, 262144, 1048576), B=1, hq=8,
             print(f"{'ok ' if ok else 'FAIL'} {kern.name:52} B={Bc} cap={cap} causal={causal:d} splits={s} "
                   f"max_err={err:.5f} lse_err={lerr:.2e}", flush=True)
     for L in Ls:
-        kv_bytes = 2 * B * L * hkv * 128 * 2
-        nbuf = max(2, min(64, int(math.ceil(400e6 / kv_bytes))))
-        qs = [torch.randn(B, hq, 1, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-        ks = [torch.randn(B, L, hkv, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-        vs = [torch.randn(B, L, hkv, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-        o = torch.empty(B, hq, 1, 128, device="cuda", dtype=torch.bfloat16)
+        nbuf, qs, ks, vs, o, kv_bytes = buffer_sets(B, hq, hkv, L)
         lens = torch.full((B,), L, device="cuda", dtype=torch.int32)
         line = []
         for kern in kerns:
@@ -263,12 +266,7 @@ def ab_paths(pack, Ls, lib, kname, reps=30):
     kdp = json.load(open(os.path.join(pack, "attention_decode.kdp.json")))
     kern = Kernel(pack, next(k for k in kdp["kernelDescriptors"] if k["name"] == kname))
     for L in Ls:
-        kv_bytes = 2 * L * 2 * 128 * 2
-        nbuf = int(max(2, min(32, math.ceil(4 * decode.L2_BYTES / kv_bytes))))
-        qs = [torch.randn(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-        ks = [torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-        vs = [torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-        o = torch.empty(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16)
+        nbuf, qs, ks, vs, o, kv_bytes = buffer_sets(1, 8, 2, L)
         lens = torch.full((1,), L, device="cuda", dtype=torch.int32)
         plan = ctx.plan(qs[0], ks[0], vs[0], o, lens, capacity=L)
         ws = torch.empty(max(plan.workspace_size // 4, 1), device="cuda", dtype=torch.float32)
@@ -307,11 +305,7 @@ def floor_parts(pack, kname, L=16384, calls=20):
     length L and 0, for several split counts (direct launches, no PDL)."""
     kdp = json.load(open(os.path.join(pack, "attention_decode.kdp.json")))
     kern = Kernel(pack, next(k for k in kdp["kernelDescriptors"] if k["name"] == kname))
-    nbuf = 16
-    qs = [torch.randn(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-    ks = [torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-    vs = [torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-    o = torch.empty(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16)
+    nbuf, qs, ks, vs, o, _ = buffer_sets(1, 8, 2, L, nbuf=16)
     ws = torch.empty(2 * (4 * 264 + 4 * 264 * 128) + 16, device="cuda")
     full = torch.full((1,), L, device="cuda", dtype=torch.int32)
     zero = torch.zeros(1, device="cuda", dtype=torch.int32)
@@ -332,12 +326,7 @@ def compare_packs(pack, other, kname, Ls, reps=30):
                         ["kernelDescriptors"] if k["name"] == kname)
     kerns = (("this", Kernel(pack, kd(pack))), ("other", Kernel(other, kd(other))))
     for L in Ls:
-        kv_bytes = 2 * L * 2 * 128 * 2
-        nbuf = int(max(2, min(32, math.ceil(4 * decode.L2_BYTES / kv_bytes))))
-        qs = [torch.randn(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-        ks = [torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-        vs = [torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-        o = torch.empty(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16)
+        nbuf, qs, ks, vs, o, kv_bytes = buffer_sets(1, 8, 2, L)
         ws = torch.empty(2 * (4 * 264 + 4 * 264 * 128) + 16, device="cuda")
         out = []
         for n in (L, L // 2 + 1, 0):
@@ -361,14 +350,9 @@ def layouts(pack, exp_pack, shapes, reps=30):
     kerns = [Kernel(exp_pack, kd) for kd in kdp["kernelDescriptors"]
              if kd["name"].endswith(("w4t16_tc", "w2t16_tcs2"))]
     for (B, hq, hkv, L) in shapes:
-        kv_bytes = 2 * B * L * hkv * 128 * 2
-        nbuf = int(max(2, min(32, math.ceil(4 * decode.L2_BYTES / kv_bytes))))
-        qs = [torch.randn(B, hq, 1, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-        kt = [torch.randn(B, L, hkv, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-        vt = [torch.randn(B, L, hkv, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+        nbuf, qs, kt, vt, o, kv_bytes = buffer_sets(B, hq, hkv, L)
         kh = [k.transpose(1, 2).contiguous() for k in kt]  # [B, Hkv, L, D]
         vh = [v.transpose(1, 2).contiguous() for v in vt]
-        o = torch.empty(B, hq, 1, 128, device="cuda", dtype=torch.bfloat16)
         lens = torch.full((B,), L, device="cuda", dtype=torch.int32)
         out = []
         for kern in kerns:
@@ -397,12 +381,7 @@ def sweep(exp_pack, spec, reps=30):
     kdp = json.load(open(os.path.join(exp_pack, "experiments.kdp.json")))
     kerns = [Kernel(exp_pack, kd) for kd in kdp["kernelDescriptors"]
              if kd["name"].endswith(("w4t16_tc", "w2t16_tcs2"))]
-    kv_bytes = 2 * B * L * hkv * 128 * 2
-    nbuf = int(max(2, min(32, math.ceil(4 * decode.L2_BYTES / kv_bytes))))
-    qs = [torch.randn(B, hq, 1, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-    ks = [torch.randn(B, L, hkv, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-    vs = [torch.randn(B, L, hkv, 128, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-    o = torch.empty(B, hq, 1, 128, device="cuda", dtype=torch.bfloat16)
+    nbuf, qs, ks, vs, o, kv_bytes = buffer_sets(B, hq, hkv, L)
     lens = torch.full((B,), L, device="cuda", dtype=torch.int32)
     ws = torch.empty(B * hkv * (4 * max(splits) + 4 + 4 * max(splits) * 128), device="cuda")
     for kern in kerns:
