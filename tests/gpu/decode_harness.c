@@ -108,6 +108,25 @@ void dh_close(ingot_context *ctx) {
   gpu_mem_shutdown();
 }
 
+void dh_session_open(dh_session *s, int argc, char **argv, const char *test_name) {
+  memset(s, 0, sizeof *s);
+  s->ctx = dh_open(argc, argv, test_name, &s->pack_dir);
+  s->seed = dh_seed(test_name);
+  s->num_kernels = dh_pack_kernels(s->pack_dir, ingot_context_arch(s->ctx), &s->kernels);
+  if (s->num_kernels <= 0 || gpu_stream_create(&s->stream) != 0) {
+    fprintf(stderr, "%s: FAIL: no kernels in %s, or no stream (%s)\n", test_name, s->pack_dir,
+            gpu_mem_error());
+    exit(1);
+  }
+}
+
+int dh_session_close(dh_session *s, const char *test_name, int other_failures) {
+  gpu_stream_destroy(s->stream);
+  free(s->kernels);
+  dh_close(s->ctx);
+  return dh_finish(test_name, &s->stats, other_failures);
+}
+
 int dh_finish(const char *test_name, const dh_stats *st, int other_failures) {
   const int failed = st->failed > 0 || other_failures > 0 || st->compared == 0;
   printf("%s: %s: %d executes, %zu values compared, %zu mismatches, max error %.6g, %d other "

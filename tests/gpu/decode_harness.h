@@ -79,6 +79,29 @@ void dh_close(ingot_context *ctx);
 /* Prints the summary line and returns the exit code (0 pass, 1 fail). */
 int dh_finish(const char *test_name, const dh_stats *st, int other_failures);
 
+/* ---- a test program's session ---- */
+
+typedef struct dh_kernel dh_kernel;
+
+/* What every GPU test's main() starts with: the context on the pack, the seed,
+ * the pack's kernels for the device's arch, a stream, and the totals. */
+typedef struct dh_session {
+  ingot_context *ctx;
+  const char *pack_dir;
+  uint64_t seed;
+  dh_kernel *kernels;
+  int num_kernels;
+  void *stream;
+  dh_stats stats;
+} dh_session;
+
+/* dh_open, dh_seed, dh_pack_kernels and a stream. Exits 77 without CUDA (as
+ * dh_open), 1 with the reason when the pack has no kernels or no stream is made. */
+void dh_session_open(dh_session *s, int argc, char **argv, const char *test_name);
+/* Destroys the stream, frees the kernels, closes the context; then dh_finish on
+ * the session's totals. */
+int dh_session_close(dh_session *s, const char *test_name, int other_failures);
+
 /* ---- cases ---- */
 
 /* Builds the graph, plans it, allocates and fills every buffer (lengths 0).
@@ -108,7 +131,7 @@ const char *dh_describe(const dh_case *c, char *buf, size_t size);
 
 /* ---- the pack's kernels (from the packaged KDP) ---- */
 
-typedef struct dh_kernel {
+struct dh_kernel {
   char name[160];
   ingot_dtype dtype;
   int head_dim, group, max_sq, max_splits, paged, lse;
@@ -116,7 +139,7 @@ typedef struct dh_kernel {
   int has_arch; /* the kernel has a code object for the context's arch */
   int heads[2]; /* a (Hq, Hkv) pair the pack admits with this group; 0 when unknown */
   int page_size; /* a page size the pack admits (paged kernels) */
-} dh_kernel;
+};
 
 /* Reads the pack folder's packaged KDP (<pack>.kdp.json) and its UMDs. Returns the count (>= 0) or -1. */
 int dh_pack_kernels(const char *pack_dir, const char *arch, dh_kernel **out);

@@ -44,18 +44,12 @@ static int run(ingot_context *ctx, const dh_kernel *k, int cap, ingot_mask mask,
 }
 
 int main(int argc, char **argv) {
-  const char *pack_dir;
-  ingot_context *ctx = dh_open(argc, argv, TEST_NAME, &pack_dir);
-  const uint64_t seed = dh_seed(TEST_NAME);
-  dh_kernel *ks = NULL;
-  const int n = dh_pack_kernels(pack_dir, ingot_context_arch(ctx), &ks);
-  dh_stats st = {0, 0, 0.0, 0};
+  dh_session sess;
+  dh_session_open(&sess, argc, argv, TEST_NAME);
+  ingot_context *ctx = sess.ctx;
+  const dh_kernel *ks = sess.kernels;
+  const int n = sess.num_kernels;
   int other = 0, runs = 0;
-  void *stream = NULL;
-  if (n <= 0 || gpu_stream_create(&stream) != 0) {
-    fprintf(stderr, "FAIL: no kernels in %s, or no stream (%s)\n", pack_dir, gpu_mem_error());
-    return 1;
-  }
   static const int caps[2] = {64, 65536};
   for (int paged = 0; paged < 2; ++paged) {
     const dh_kernel *k = dh_find_kernel(ks, n, paged, 1, 1);
@@ -64,18 +58,16 @@ int main(int argc, char **argv) {
       continue;
     }
     for (int i = 0; i < 2; ++i) {
-      other += run(ctx, k, caps[i], INGOT_MASK_NONE, 1, seed + 10 * i + paged, stream, &st);
+      other += run(ctx, k, caps[i], INGOT_MASK_NONE, 1, sess.seed + 10 * i + paged, sess.stream,
+                   &sess.stats);
       /* causal with a wider query: rows of short sequences are fully masked */
       const dh_kernel *kc = dh_find_kernel(ks, n, paged, 2, 1);
       if (kc != NULL)
         other += run(ctx, kc, caps[i], INGOT_MASK_CAUSAL, kc->max_sq > 4 ? 4 : kc->max_sq,
-                     seed + 10 * i + paged + 5, stream, &st);
+                     sess.seed + 10 * i + paged + 5, sess.stream, &sess.stats);
       runs += 1 + (kc != NULL);
     }
   }
-  gpu_stream_destroy(stream);
-  free(ks);
-  dh_close(ctx);
   printf("%s: %d runs\n", TEST_NAME, runs);
-  return dh_finish(TEST_NAME, &st, other);
+  return dh_session_close(&sess, TEST_NAME, other);
 }

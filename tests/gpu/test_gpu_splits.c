@@ -21,18 +21,12 @@ static int same_tiling(const dh_kernel *a, const dh_kernel *b) {
 }
 
 int main(int argc, char **argv) {
-  const char *pack_dir;
-  ingot_context *ctx = dh_open(argc, argv, TEST_NAME, &pack_dir);
-  const uint64_t seed = dh_seed(TEST_NAME);
-  dh_kernel *ks = NULL;
-  const int n = dh_pack_kernels(pack_dir, ingot_context_arch(ctx), &ks);
-  dh_stats st = {0, 0, 0.0, 0};
+  dh_session sess;
+  dh_session_open(&sess, argc, argv, TEST_NAME);
+  ingot_context *ctx = sess.ctx;
+  const dh_kernel *ks = sess.kernels;
+  const int n = sess.num_kernels;
   int other = 0, single = 0, multi = 0, bitwise = 0;
-  void *stream = NULL;
-  if (n <= 0 || gpu_stream_create(&stream) != 0) {
-    fprintf(stderr, "FAIL: no kernels in %s, or no stream (%s)\n", pack_dir, gpu_mem_error());
-    return 1;
-  }
   const dh_kernel *kc = dh_find_kernel(ks, n, 0, 1, 1);
   const dh_kernel *kp = kc ? dh_find_kernel(ks, n, 1, 1, kc->lse) : NULL;
   if (kc == NULL) {
@@ -46,7 +40,7 @@ int main(int argc, char **argv) {
     s.batch = 1;
     s.seq_q = 1;
     const int32_t lens[1] = {dh_rand_range(cap / 2 + 1, cap)};
-    const uint64_t case_seed = seed + (uint64_t)i;
+    const uint64_t case_seed = sess.seed + (uint64_t)i;
     char why[4096], label[256], d[160];
     dh_case c;
     if (dh_case_create(&c, ctx, &s, case_seed, DH_TAIL_RANDOM, why, sizeof why) != 0) {
@@ -59,14 +53,14 @@ int main(int argc, char **argv) {
            lens[0], ingot_plan_kernel_name(c.plan), splits, ingot_plan_launch_count(c.plan));
     single += splits == 1;
     multi += splits > 1;
-    if (dh_set_lengths(&c, lens) != 0 || dh_execute(&c, stream) != 0) {
+    if (dh_set_lengths(&c, lens) != 0 || dh_execute(&c, sess.stream) != 0) {
       other++;
       dh_case_destroy(&c);
       continue;
     }
-    st.executes++;
+    sess.stats.executes++;
     snprintf(label, sizeof label, "%s L %d (%d splits)", d, lens[0], splits);
-    other += dh_check(&c, label, &st) != 0;
+    other += dh_check(&c, label, &sess.stats) != 0;
 
     /* the same data, paged */
     if (kp != NULL && cap % kp->page_size == 0) {
@@ -77,13 +71,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "FAIL: paged capacity %d: %s\n", cap, why);
         other++;
       } else {
-        if (dh_set_lengths(&p, lens) != 0 || dh_execute(&p, stream) != 0) {
+        if (dh_set_lengths(&p, lens) != 0 || dh_execute(&p, sess.stream) != 0) {
           other++;
         } else {
-          st.executes++;
+          sess.stats.executes++;
           snprintf(label, sizeof label, "%s L %d (%d splits)", dh_describe(&p, d, sizeof d),
                    lens[0], ingot_plan_num_splits(p.plan));
-          other += dh_check(&p, label, &st) != 0; /* downloads p.o and p.lse */
+          other += dh_check(&p, label, &sess.stats) != 0; /* downloads p.o and p.lse */
           const dh_kernel *a = dh_kernel_named(ks, n, ingot_plan_kernel_name(c.plan));
           const dh_kernel *b = dh_kernel_named(ks, n, ingot_plan_kernel_name(p.plan));
           if (same_tiling(a, b) && ingot_plan_num_splits(p.plan) == splits) {
@@ -119,8 +113,5 @@ int main(int argc, char **argv) {
     fprintf(stderr, "FAIL: no paged/contiguous pair could be compared bit for bit\n");
     other++;
   }
-  gpu_stream_destroy(stream);
-  free(ks);
-  dh_close(ctx);
-  return dh_finish(TEST_NAME, &st, other);
+  return dh_session_close(&sess, TEST_NAME, other);
 }

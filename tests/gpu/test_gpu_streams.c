@@ -61,16 +61,15 @@ static void *work(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  const char *pack_dir;
-  ingot_context *ctx = dh_open(argc, argv, TEST_NAME, &pack_dir);
-  const uint64_t seed = dh_seed(TEST_NAME);
-  dh_kernel *ks = NULL;
-  const int n = dh_pack_kernels(pack_dir, ingot_context_arch(ctx), &ks);
-  dh_stats st = {0, 0, 0.0, 0};
+  dh_session sess;
+  dh_session_open(&sess, argc, argv, TEST_NAME);
+  ingot_context *ctx = sess.ctx;
+  const dh_kernel *ks = sess.kernels;
+  const int n = sess.num_kernels;
   int other = 0;
-  const dh_kernel *k = n > 0 ? dh_find_kernel(ks, n, 0, 1, 1) : NULL;
+  const dh_kernel *k = dh_find_kernel(ks, n, 0, 1, 1);
   if (k == NULL) {
-    fprintf(stderr, "FAIL: no contiguous kernel in %s\n", pack_dir);
+    fprintf(stderr, "FAIL: no contiguous kernel in %s\n", sess.pack_dir);
     return 1;
   }
   dh_shape s = dh_shape_for_kernel(k, kCapacity, INGOT_MASK_NONE);
@@ -80,7 +79,8 @@ int main(int argc, char **argv) {
   char why[4096], d[160];
   memset(w, 0, sizeof w);
   for (int i = 0; i < 2; ++i) {
-    if (dh_case_create(&cases[i], ctx, &s, seed + (uint64_t)i, DH_TAIL_POISON, why, sizeof why) != 0) {
+    if (dh_case_create(&cases[i], ctx, &s, sess.seed + (uint64_t)i, DH_TAIL_POISON, why,
+                       sizeof why) != 0) {
       fprintf(stderr, "FAIL: %s\n", why);
       return 1;
     }
@@ -103,15 +103,13 @@ int main(int argc, char **argv) {
   }
   for (int i = 0; i < started; ++i) pthread_join(th[i], NULL);
   for (int i = 0; i < 2; ++i) {
-    st.executes += w[i].st.executes;
-    st.compared += w[i].st.compared;
-    st.failed += w[i].st.failed;
-    if (w[i].st.max_err > st.max_err) st.max_err = w[i].st.max_err;
+    sess.stats.executes += w[i].st.executes;
+    sess.stats.compared += w[i].st.compared;
+    sess.stats.failed += w[i].st.failed;
+    if (w[i].st.max_err > sess.stats.max_err) sess.stats.max_err = w[i].st.max_err;
     other += w[i].failures > 0 && w[i].st.failed == 0; /* execute/sync failures */
     gpu_stream_destroy(w[i].stream);
     dh_case_destroy(&cases[i]);
   }
-  free(ks);
-  dh_close(ctx);
-  return dh_finish(TEST_NAME, &st, other);
+  return dh_session_close(&sess, TEST_NAME, other);
 }

@@ -57,18 +57,12 @@ static int run(ingot_context *ctx, const dh_kernel *k, ingot_mask mask, int sq, 
 }
 
 int main(int argc, char **argv) {
-  const char *pack_dir;
-  ingot_context *ctx = dh_open(argc, argv, TEST_NAME, &pack_dir);
-  const uint64_t seed = dh_seed(TEST_NAME);
-  dh_kernel *ks = NULL;
-  const int n = dh_pack_kernels(pack_dir, ingot_context_arch(ctx), &ks);
-  dh_stats st = {0, 0, 0.0, 0};
+  dh_session sess;
+  dh_session_open(&sess, argc, argv, TEST_NAME);
+  ingot_context *ctx = sess.ctx;
+  const dh_kernel *ks = sess.kernels;
+  const int n = sess.num_kernels;
   int other = 0;
-  void *stream = NULL;
-  if (n <= 0 || gpu_stream_create(&stream) != 0) {
-    fprintf(stderr, "FAIL: no kernels in %s, or no stream (%s)\n", pack_dir, gpu_mem_error());
-    return 1;
-  }
   int runs = 0;
   for (int paged = 0; paged < 2; ++paged) {
     const dh_kernel *k1 = dh_find_kernel(ks, n, paged, 1, 0);
@@ -76,7 +70,7 @@ int main(int argc, char **argv) {
       if (!paged) other++, fprintf(stderr, "FAIL: the pack has no contiguous kernel\n");
       continue;
     }
-    other += run(ctx, k1, INGOT_MASK_NONE, 1, seed + 1 + paged, stream, &st);
+    other += run(ctx, k1, INGOT_MASK_NONE, 1, sess.seed + 1 + paged, sess.stream, &sess.stats);
     /* causal with the widest query the pack has for this family (up to 4) */
     int sq = 1;
     for (int i = 0; i < n; ++i)
@@ -84,12 +78,9 @@ int main(int argc, char **argv) {
           ks[i].head_dim == k1->head_dim && ks[i].group == k1->group && ks[i].max_sq > sq &&
           ks[i].max_sq <= 4)
         sq = ks[i].max_sq;
-    other += run(ctx, k1, INGOT_MASK_CAUSAL, sq, seed + 3 + paged, stream, &st);
+    other += run(ctx, k1, INGOT_MASK_CAUSAL, sq, sess.seed + 3 + paged, sess.stream, &sess.stats);
     runs += 2;
   }
-  gpu_stream_destroy(stream);
-  free(ks);
-  dh_close(ctx);
   printf("%s: %d runs of 2 sequences x %d appends\n", TEST_NAME, runs, kAppends);
-  return dh_finish(TEST_NAME, &st, other);
+  return dh_session_close(&sess, TEST_NAME, other);
 }

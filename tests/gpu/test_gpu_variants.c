@@ -54,18 +54,12 @@ static int run(ingot_context *ctx, const dh_kernel *ks, int n, const dh_kernel *
 }
 
 int main(int argc, char **argv) {
-  const char *pack_dir;
-  ingot_context *ctx = dh_open(argc, argv, TEST_NAME, &pack_dir);
-  const uint64_t seed = dh_seed(TEST_NAME);
-  dh_kernel *ks = NULL;
-  const int n = dh_pack_kernels(pack_dir, ingot_context_arch(ctx), &ks);
-  dh_stats st = {0, 0, 0.0, 0};
+  dh_session sess;
+  dh_session_open(&sess, argc, argv, TEST_NAME);
+  ingot_context *ctx = sess.ctx;
+  const dh_kernel *ks = sess.kernels;
+  const int n = sess.num_kernels;
   int other = 0, eligible = 0, lse_kernels = 0, wide = 0;
-  void *stream = NULL;
-  if (n <= 0 || gpu_stream_create(&stream) != 0) {
-    fprintf(stderr, "FAIL: no kernels in %s, or no stream (%s)\n", pack_dir, gpu_mem_error());
-    return 1;
-  }
   int *hits = calloc((size_t)n, sizeof *hits);
   for (int i = 0; i < n; ++i) {
     const dh_kernel *k = &ks[i];
@@ -76,12 +70,12 @@ int main(int argc, char **argv) {
     int chosen;
     for (int m = 0; m < 2; ++m) {
       other += run(ctx, ks, n, k, m ? INGOT_MASK_CAUSAL : INGOT_MASK_NONE, k->max_sq,
-                   seed + 4u * (uint64_t)i + (uint64_t)m, stream, &st, &chosen);
+                   sess.seed + 4u * (uint64_t)i + (uint64_t)m, sess.stream, &sess.stats, &chosen);
       if (chosen >= 0) hits[chosen]++;
     }
     for (int sq = 2; sq < k->max_sq; ++sq) {
-      other += run(ctx, ks, n, k, INGOT_MASK_CAUSAL, sq, seed + 4u * (uint64_t)i + 1 + (uint64_t)sq,
-                   stream, &st, &chosen);
+      other += run(ctx, ks, n, k, INGOT_MASK_CAUSAL, sq, sess.seed + 4u * (uint64_t)i + 1 + (uint64_t)sq,
+                   sess.stream, &sess.stats, &chosen);
       if (chosen >= 0) hits[chosen]++;
     }
   }
@@ -96,8 +90,5 @@ int main(int argc, char **argv) {
   if (eligible == 0) fprintf(stderr, "FAIL: the pack has no kernel for %s\n", ingot_context_arch(ctx));
   other += missed + (eligible == 0);
   free(hits);
-  gpu_stream_destroy(stream);
-  free(ks);
-  dh_close(ctx);
-  return dh_finish(TEST_NAME, &st, other);
+  return dh_session_close(&sess, TEST_NAME, other);
 }
