@@ -15,6 +15,7 @@
 
 #include "dispatch.h"
 #include "ingot/ingot.h"
+#include "ingot_attention_decode_limits.h"
 
 #define FZ_REQUIRE(cond, ...)                                                                     \
   do {                                                                                            \
@@ -222,7 +223,13 @@ static inline void fz_check_plan(const ingot_ad_kernel_meta *m, const ingot_atte
   fz_u128 ws = 0;
   if (p->num_splits > 1) {
     const ingot_launch *merge = &p->launches[1];
-    const fz_u128 merge_x = rows_total * (fz_u128)(D / 32);
+    /* the merge's two modes (templates/ingot_attention_decode_limits.h): compact, one
+     * thread per 4 columns of a row, every output covered; wide, a workgroup per row
+     * and 32 columns */
+    const fz_u128 merge_threads = (fz_u128)INGOT_AD_MERGE_WAVES * (uint64_t)caps->wave_size;
+    const fz_u128 merge_x = p->num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS
+                                ? (rows_total * (fz_u128)(D / 4) + merge_threads - 1) / merge_threads
+                                : rows_total * (fz_u128)(D / 32);
     FZ_REQUIRE(merge->entry == 1, "merge entry %d", merge->entry);
     FZ_REQUIRE(merge->grid[0] == merge_x && (int64_t)merge->grid[1] == Hkv && (int64_t)merge->grid[2] == B,
                "merge grid (%u, %u, %u), expected (%.0f, %lld, %lld)", merge->grid[0], merge->grid[1],
@@ -231,7 +238,9 @@ static inline void fz_check_plan(const ingot_ad_kernel_meta *m, const ingot_atte
                    merge->grid[2] <= 65535,
                "merge grid (%u, %u, %u) outside the device limits", merge->grid[0], merge->grid[1],
                merge->grid[2]);
-    FZ_REQUIRE(merge->block[0] == threads, "merge block %u", merge->block[0]);
+    FZ_REQUIRE(merge->block[0] == merge_threads && merge->block[1] == 1 && merge->block[2] == 1,
+               "merge block (%u, %u, %u), expected %llu threads", merge->block[0], merge->block[1],
+               merge->block[2], (unsigned long long)merge_threads);
     /* per (b, hkv): round_up(rows_total*splits, 4) lse floats + rows_total*splits*D partial O floats */
     const fz_u128 lse_n = rows_total * splits;
     const fz_u128 per = (lse_n + 3) / 4 * 4 + lse_n * (uint64_t)D;
