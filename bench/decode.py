@@ -25,6 +25,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime", "python"))
 from ingot_runtime import Runtime  # noqa: E402
 
+import targets  # noqa: E402  (bench/targets.py: this folder is sys.path[0] when run as a script)
+
 L2_BYTES = 60 << 20
 ATOL = RTOL = 0.015
 
@@ -206,6 +208,8 @@ def main():
               f" {r['cudnn_bw']*100:>5.1f}% | {r['flash_graph']:>6.2f}us {r['flash_bw']*100:>5.1f}% |"
               f" {r['speedup']:>6.2f}x", flush=True)
 
+    judged = targets.markdown(targets.evaluate(rows))
+    print("\nIssue 5's targets on this run:\n" + judged, flush=True)
     os.makedirs(a.out, exist_ok=True)
     keys = list(rows[0].keys())
     with open(os.path.join(a.out, "decode.csv"), "w", newline="") as f:
@@ -222,6 +226,7 @@ def main():
                     f"{r['ingot_bw']*100:.1f}% | {r['ingot_call']:.1f} us | {r['floor_graph']:.2f} us | "
                     f"{r['cudnn_graph']:.2f} us | {r['cudnn_bw']*100:.1f}% | {r['flash_graph']:.2f} us | "
                     f"{r['flash_bw']*100:.1f}% | {r['speedup']:.2f}x |\n")
+        f.write("\n" + judged)
     try:
         import matplotlib
         matplotlib.use("Agg")

@@ -1,0 +1,86 @@
+"""bench/targets.py: issue 5's targets judged on synthetic benchmark rows."""
+
+import unittest
+
+import targets
+
+
+def row(B, hq, hkv, L, t, bw, floor=4.0, peer=None):
+    return {"B": B, "Hq": hq, "Hkv": hkv, "L": L, "ingot_graph": t, "ingot_bw": bw, "floor_graph": floor,
+            "best_peer": t * 1.1 if peer is None else peer}
+
+
+def passing_rows():
+    return [row(1, 8, 2, 1024, 5.0, 0.05), row(1, 8, 2, 4096, 5.1, 0.16), row(1, 8, 2, 16384, 6.5, 0.61),
+            row(1, 8, 2, 65536, 18.0, 0.86), row(1, 8, 2, 262144, 63.0, 0.95),
+            row(1, 8, 2, 1048576, 240.0, 1.04), row(16, 32, 8, 8192, 120.0, 0.95),
+            row(64, 32, 8, 8192, 460.0, 1.05)]
+
+
+class TargetsTest(unittest.TestCase):
+
+    def judged(self, rows):
+        return {t: (m, ok) for t, m, ok in targets.evaluate(rows)}
+
+    def test_every_target_met(self):
+        res = targets.evaluate(passing_rows())
+        self.assertTrue(all(ok for _, _, ok in res), [r for r in res if not r[2]])
+        # 4 bandwidth points, 6 seed peers, 2 floor points, 2 x 2 batched
+        self.assertEqual(len(res), 16)
+        self.assertIn("16 of 16 targets met.", targets.markdown(res))
+
+    def test_a_point_just_under_its_bandwidth_fails(self):
+        rows = passing_rows()
+        rows[3]["ingot_bw"] = 0.8499
+        j = self.judged(rows)
+        self.assertEqual(j["B=1 8/2: >= 85% of copy bandwidth at L=65536"], ("85.0%", False))
+        self.assertEqual(sum(1 for _, ok in j.values() if not ok), 1)
+
+    def test_a_tie_with_the_peer_is_not_faster(self):
+        rows = passing_rows()
+        rows[5]["best_peer"] = rows[5]["ingot_graph"]
+        self.assertEqual(self.judged(rows)["B=1: faster than the best SDPA backend at L=1048576"],
+                         ("1.00x", False))
+
+    def test_no_peer_is_not_a_win(self):
+        rows = passing_rows()
+        rows[6]["best_peer"] = float("nan")
+        self.assertEqual(self.judged(rows)["B=16 32/8 L=8192: faster than the best SDPA backend"],
+                         ("no peer ran", False))
+
+    def test_the_floor_ratio_bound_is_inclusive(self):
+        rows = passing_rows()
+        rows[0]["ingot_graph"], rows[0]["floor_graph"] = 5.2, 4.0  # exactly 1.3x
+        rows[1]["ingot_graph"], rows[1]["floor_graph"] = 5.21, 4.0
+        rows[0]["best_peer"] = rows[1]["best_peer"] = 9.0
+        j = self.judged(rows)
+        self.assertEqual(j["B=1: within 1.3x of the plan's floor at L=1024"], ("1.30x", True))
+        self.assertEqual(j["B=1: within 1.3x of the plan's floor at L=4096"], ("1.30x", False))
+
+    def test_missing_points_are_not_met(self):
+        res = targets.evaluate([row(1, 8, 2, 65536, 18.0, 0.86)])
+        missing = [t for t, m, ok in res if m == "not measured"]
+        self.assertFalse(any(ok for t, m, ok in res if m == "not measured"))
+        self.assertIn("B=1 8/2: >= 60% of copy bandwidth at L=16384", missing)
+        self.assertIn("B=16 32/8 L=8192: >= 90% and faster than the best peer", missing)
+        self.assertIn("B=1: within 1.3x of the plan's floor at L <= 4096", missing)
+
+    def test_the_last_run_on_the_h200(self):
+        # docs/perf/decode.csv of 2026-11-30: 4 bandwidth targets of 6, 6 peer comparisons of 8 and
+        # neither floor ratio hold.
+        rows = [row(1, 8, 2, 1024, 4.45, 0.056, 3.16, 6.21), row(1, 8, 2, 4096, 6.20, 0.160, 3.95, 8.18),
+                row(1, 8, 2, 16384, 9.44, 0.421, 4.66, 11.93), row(1, 8, 2, 65536, 20.70, 0.767, 4.67, 23.35),
+                row(1, 8, 2, 262144, 65.34, 0.973, 4.67, 66.96),
+                row(1, 8, 2, 1048576, 242.04, 1.050, 6.78, 240.65),
+                row(16, 32, 8, 8192, 123.45, 1.029, 3.99, 120.90), row(64, 32, 8, 8192, 468.90, 1.084, 4.32, 469.54)]
+        j = self.judged(rows)
+        self.assertFalse(j["B=1 8/2: >= 85% of copy bandwidth at L=65536"][1])
+        self.assertTrue(j["B=1 8/2: >= 90% of copy bandwidth at L=262144"][1])
+        self.assertFalse(j["B=1: faster than the best SDPA backend at L=1048576"][1])
+        self.assertTrue(j["B=64 32/8 L=8192: faster than the best SDPA backend"][1])
+        self.assertFalse(j["B=1: within 1.3x of the plan's floor at L=1024"][1])
+        self.assertEqual(sum(1 for _, ok in j.values() if ok), 10)
+
+
+if __name__ == "__main__":
+    unittest.main()
