@@ -231,10 +231,12 @@ def bench_experiments(pack, Ls=(4096, 16384, 65536, 262144, 1048576), B=1, hq=8,
     kdp = json.load(open(os.path.join(pack, "experiments.kdp.json")))
     kerns = [Kernel(pack, kd) for kd in kdp["kernelDescriptors"]]
     for kern in (kerns if check_first else []):
+        paged = kern.meta["kv_layout"] == "paged"
         for (Bc, cap, causal, splits) in ((2, 1024, True, None), (3, 4096, False, 1), (1, 65536, True, None)):
-            ok, err, lerr, s = check(kern, Bc, 8, 2, 1, cap, causal, False, 16, True, True, splits)
+            ok, err, lerr, s = check(kern, Bc, 8, 2, 1, cap, causal, paged, 16, True, True, splits)
             print(f"{'ok ' if ok else 'FAIL'} {kern.name:52} B={Bc} cap={cap} causal={causal:d} splits={s} "
                   f"max_err={err:.5f} lse_err={lerr:.2e}", flush=True)
+    kerns = [k for k in kerns if k.meta["kv_layout"] == "contiguous"]  # timed on contiguous caches
     for L in Ls:
         nbuf, qs, ks, vs, o, kv_bytes = buffer_sets(B, hq, hkv, L)
         lens = torch.full((B,), L, device="cuda", dtype=torch.int32)
@@ -348,7 +350,7 @@ def layouts(pack, exp_pack, shapes, reps=30):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     kdp = json.load(open(os.path.join(exp_pack, "experiments.kdp.json")))
     kerns = [Kernel(exp_pack, kd) for kd in kdp["kernelDescriptors"]
-             if kd["name"].endswith(("w4t16_tc", "w2t16_tcs2"))]
+             if "_contig_" in kd["name"] and kd["name"].endswith(("w4t16_tc", "w2t16_tcs2"))]
     for (B, hq, hkv, L) in shapes:
         nbuf, qs, kt, vt, o, kv_bytes = buffer_sets(B, hq, hkv, L)
         kh = [k.transpose(1, 2).contiguous() for k in kt]  # [B, Hkv, L, D]
@@ -380,7 +382,7 @@ def sweep(exp_pack, spec, reps=30):
     splits = [int(x) for x in splits.split("/")]
     kdp = json.load(open(os.path.join(exp_pack, "experiments.kdp.json")))
     kerns = [Kernel(exp_pack, kd) for kd in kdp["kernelDescriptors"]
-             if kd["name"].endswith(("w4t16_tc", "w2t16_tcs2"))]
+             if "_contig_" in kd["name"] and kd["name"].endswith(("w4t16_tc", "w2t16_tcs2"))]
     nbuf, qs, ks, vs, o, kv_bytes = buffer_sets(B, hq, hkv, L)
     lens = torch.full((B,), L, device="cuda", dtype=torch.int32)
     ws = torch.empty(B * hkv * (4 * max(splits) + 4 + 4 * max(splits) * 128), device="cuda")
