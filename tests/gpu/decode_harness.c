@@ -127,6 +127,17 @@ int dh_session_close(dh_session *s, const char *test_name, int other_failures) {
   return dh_finish(test_name, &s->stats, other_failures);
 }
 
+const dh_kernel *dh_session_kernel(const dh_session *s, int paged, int min_sq, int want_lse,
+                                   int *failures) {
+  const dh_kernel *k = dh_find_kernel(s->kernels, s->num_kernels, paged, min_sq, want_lse);
+  if (k == NULL && !paged && failures != NULL) {
+    fprintf(stderr, "FAIL: the pack has no contiguous kernel (Sq >= %d%s)\n", min_sq,
+            want_lse ? ", LSE" : "");
+    ++*failures;
+  }
+  return k;
+}
+
 int dh_finish(const char *test_name, const dh_stats *st, int other_failures) {
   const int failed = st->failed > 0 || other_failures > 0 || st->compared == 0;
   printf("%s: %s: %d executes, %zu values compared, %zu mismatches, max error %.6g, %d other "

@@ -101,6 +101,11 @@ void dh_session_open(dh_session *s, int argc, char **argv, const char *test_name
 /* Destroys the stream, frees the kernels, closes the context; then dh_finish on
  * the session's totals. */
 int dh_session_close(dh_session *s, const char *test_name, int other_failures);
+/* dh_find_kernel over the session's kernels. With failures given, a missing
+ * contiguous kernel is a failure (printed, counted there); a missing paged one
+ * is not (a pack may have no paged kernels). */
+const dh_kernel *dh_session_kernel(const dh_session *s, int paged, int min_sq, int want_lse,
+                                   int *failures);
 
 /* ---- cases ---- */
 

@@ -46,24 +46,18 @@ static int run(ingot_context *ctx, const dh_kernel *k, int cap, ingot_mask mask,
 int main(int argc, char **argv) {
   dh_session sess;
   dh_session_open(&sess, argc, argv, TEST_NAME);
-  ingot_context *ctx = sess.ctx;
-  const dh_kernel *ks = sess.kernels;
-  const int n = sess.num_kernels;
   int other = 0, runs = 0;
   static const int caps[2] = {64, 65536};
   for (int paged = 0; paged < 2; ++paged) {
-    const dh_kernel *k = dh_find_kernel(ks, n, paged, 1, 1);
-    if (k == NULL) {
-      if (!paged) other++, fprintf(stderr, "FAIL: the pack has no contiguous kernel\n");
-      continue;
-    }
+    const dh_kernel *k = dh_session_kernel(&sess, paged, 1, 1, &other);
+    if (k == NULL) continue;
+    /* causal with a wider query: rows of short sequences are fully masked */
+    const dh_kernel *kc = dh_session_kernel(&sess, paged, 2, 1, NULL);
     for (int i = 0; i < 2; ++i) {
-      other += run(ctx, k, caps[i], INGOT_MASK_NONE, 1, sess.seed + 10 * i + paged, sess.stream,
+      other += run(sess.ctx, k, caps[i], INGOT_MASK_NONE, 1, sess.seed + 10 * i + paged, sess.stream,
                    &sess.stats);
-      /* causal with a wider query: rows of short sequences are fully masked */
-      const dh_kernel *kc = dh_find_kernel(ks, n, paged, 2, 1);
       if (kc != NULL)
-        other += run(ctx, kc, caps[i], INGOT_MASK_CAUSAL, kc->max_sq > 4 ? 4 : kc->max_sq,
+        other += run(sess.ctx, kc, caps[i], INGOT_MASK_CAUSAL, kc->max_sq > 4 ? 4 : kc->max_sq,
                      sess.seed + 10 * i + paged + 5, sess.stream, &sess.stats);
       runs += 1 + (kc != NULL);
     }

@@ -91,20 +91,14 @@ static int run(ingot_context *ctx, const dh_kernel *k, ingot_mask mask, int sq, 
 int main(int argc, char **argv) {
   dh_session sess;
   dh_session_open(&sess, argc, argv, TEST_NAME);
-  ingot_context *ctx = sess.ctx;
-  const dh_kernel *ks = sess.kernels;
-  const int n = sess.num_kernels;
   int other = 0;
   for (int paged = 0; paged < 2; ++paged) {
-    const dh_kernel *k = dh_find_kernel(ks, n, paged, 1, 1);
-    if (k == NULL) {
-      if (!paged) other++, fprintf(stderr, "FAIL: the pack has no contiguous kernel\n");
-      continue;
-    }
-    other += run(ctx, k, INGOT_MASK_NONE, 1, sess.seed + (uint64_t)paged, sess.stream, &sess.stats);
-    const dh_kernel *kc = dh_find_kernel(ks, n, paged, 2, 1);
+    const dh_kernel *k = dh_session_kernel(&sess, paged, 1, 1, &other);
+    if (k == NULL) continue;
+    other += run(sess.ctx, k, INGOT_MASK_NONE, 1, sess.seed + (uint64_t)paged, sess.stream, &sess.stats);
+    const dh_kernel *kc = dh_session_kernel(&sess, paged, 2, 1, NULL);
     if (kc != NULL)
-      other += run(ctx, kc, INGOT_MASK_CAUSAL, kc->max_sq > 4 ? 4 : kc->max_sq,
+      other += run(sess.ctx, kc, INGOT_MASK_CAUSAL, kc->max_sq > 4 ? 4 : kc->max_sq,
                    sess.seed + 2 + (uint64_t)paged, sess.stream, &sess.stats);
   }
   return dh_session_close(&sess, TEST_NAME, other);

@@ -27,12 +27,9 @@ int main(int argc, char **argv) {
   const dh_kernel *ks = sess.kernels;
   const int n = sess.num_kernels;
   int other = 0, single = 0, multi = 0, bitwise = 0;
-  const dh_kernel *kc = dh_find_kernel(ks, n, 0, 1, 1);
-  const dh_kernel *kp = kc ? dh_find_kernel(ks, n, 1, 1, kc->lse) : NULL;
-  if (kc == NULL) {
-    fprintf(stderr, "FAIL: the pack has no contiguous kernel\n");
-    return 1;
-  }
+  const dh_kernel *kc = dh_session_kernel(&sess, 0, 1, 1, &other);
+  if (kc == NULL) return 1;
+  const dh_kernel *kp = dh_session_kernel(&sess, 1, 1, kc->lse, NULL);
   static const int caps[] = {64, 256, 1024, 4096, 16384, 65536, 131072};
   for (size_t i = 0; i < sizeof caps / sizeof caps[0]; ++i) {
     const int cap = caps[i];

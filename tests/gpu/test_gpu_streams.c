@@ -63,15 +63,9 @@ static void *work(void *arg) {
 int main(int argc, char **argv) {
   dh_session sess;
   dh_session_open(&sess, argc, argv, TEST_NAME);
-  ingot_context *ctx = sess.ctx;
-  const dh_kernel *ks = sess.kernels;
-  const int n = sess.num_kernels;
   int other = 0;
-  const dh_kernel *k = dh_find_kernel(ks, n, 0, 1, 1);
-  if (k == NULL) {
-    fprintf(stderr, "FAIL: no contiguous kernel in %s\n", sess.pack_dir);
-    return 1;
-  }
+  const dh_kernel *k = dh_session_kernel(&sess, 0, 1, 1, &other);
+  if (k == NULL) return 1;
   dh_shape s = dh_shape_for_kernel(k, kCapacity, INGOT_MASK_NONE);
   s.seq_q = 1;
   dh_case cases[2];
@@ -79,7 +73,7 @@ int main(int argc, char **argv) {
   char why[4096], d[160];
   memset(w, 0, sizeof w);
   for (int i = 0; i < 2; ++i) {
-    if (dh_case_create(&cases[i], ctx, &s, sess.seed + (uint64_t)i, DH_TAIL_POISON, why,
+    if (dh_case_create(&cases[i], sess.ctx, &s, sess.seed + (uint64_t)i, DH_TAIL_POISON, why,
                        sizeof why) != 0) {
       fprintf(stderr, "FAIL: %s\n", why);
       return 1;

@@ -59,26 +59,21 @@ static int run(ingot_context *ctx, const dh_kernel *k, ingot_mask mask, int sq, 
 int main(int argc, char **argv) {
   dh_session sess;
   dh_session_open(&sess, argc, argv, TEST_NAME);
-  ingot_context *ctx = sess.ctx;
   const dh_kernel *ks = sess.kernels;
-  const int n = sess.num_kernels;
   int other = 0;
   int runs = 0;
   for (int paged = 0; paged < 2; ++paged) {
-    const dh_kernel *k1 = dh_find_kernel(ks, n, paged, 1, 0);
-    if (k1 == NULL) {
-      if (!paged) other++, fprintf(stderr, "FAIL: the pack has no contiguous kernel\n");
-      continue;
-    }
-    other += run(ctx, k1, INGOT_MASK_NONE, 1, sess.seed + 1 + paged, sess.stream, &sess.stats);
+    const dh_kernel *k1 = dh_session_kernel(&sess, paged, 1, 0, &other);
+    if (k1 == NULL) continue;
+    other += run(sess.ctx, k1, INGOT_MASK_NONE, 1, sess.seed + 1 + paged, sess.stream, &sess.stats);
     /* causal with the widest query the pack has for this family (up to 4) */
     int sq = 1;
-    for (int i = 0; i < n; ++i)
+    for (int i = 0; i < sess.num_kernels; ++i)
       if (ks[i].has_arch && ks[i].paged == paged && ks[i].dtype == k1->dtype &&
           ks[i].head_dim == k1->head_dim && ks[i].group == k1->group && ks[i].max_sq > sq &&
           ks[i].max_sq <= 4)
         sq = ks[i].max_sq;
-    other += run(ctx, k1, INGOT_MASK_CAUSAL, sq, sess.seed + 3 + paged, sess.stream, &sess.stats);
+    other += run(sess.ctx, k1, INGOT_MASK_CAUSAL, sq, sess.seed + 3 + paged, sess.stream, &sess.stats);
     runs += 2;
   }
   printf("%s: %d runs of 2 sequences x %d appends\n", TEST_NAME, runs, kAppends);
