@@ -10,19 +10,7 @@
 #include <time.h>
 
 #include "reference.h"
-
-static int g_checks, g_failures;
-
-#define CHECK(cond, ...)                                    \
-  do {                                                      \
-    ++g_checks;                                             \
-    if (!(cond)) {                                          \
-      ++g_failures;                                         \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);  \
-      fprintf(stderr, __VA_ARGS__);                         \
-      fprintf(stderr, "\n");                                \
-    }                                                       \
-  } while (0)
+#include "test_check.h"
 
 /* ---- random numbers (xorshift64*, seeded) ---- */
 static uint64_t g_rng;

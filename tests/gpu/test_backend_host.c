@@ -21,18 +21,7 @@
 #include "backend.h"
 #endif
 
-static int g_checks, g_failures;
-
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    ++g_checks;                                            \
-    if (!(cond)) {                                         \
-      ++g_failures;                                        \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, "\n");                               \
-    }                                                      \
-  } while (0)
+#include "test_check.h"
 
 /* Status names without libingot (the ops build does not link it). */
 static const char *status_name(ingot_status s) {
