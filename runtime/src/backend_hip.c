@@ -149,7 +149,7 @@ static ingot_status load_library(ingot_backend_device *dev, char *err, size_t er
     /* POSIX dlsym returns data pointers; a function pointer is copied bit for bit. */          \
     memcpy(&dev->api.field, &sym_, sizeof sym_);                                                \
     if (sym_ == NULL && kind) {                                                                 \
-      ingot_backend_set_err(err, err_size,                                                                    \
+      ingot_backend_set_err(err, err_size,                                                      \
               "%s has no symbol %s: it is not the HIP runtime, or one too old; install ROCm "   \
               "5 or newer or use a host context",                                               \
               dev->library_name, name_);                                                        \
