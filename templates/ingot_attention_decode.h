@@ -739,8 +739,9 @@ INGOT_DEVICE void store_row(void *o, float *lse, int b, int hkv, int row, int d,
 // is above decode_merge):
 // grid (ROWS_TOTAL * D/32, Hkv, B): one workgroup per row and 32 columns, so the
 // partials are read by many workgroups at once. Its threads (4 waves, whatever
-// the split kernel's) are 8 column quads x kMergeThreads/8 segment groups; each sums its segments' weighted partials
-// with 16-byte loads, then the groups are added through LDS.
+// the split kernel's) are 8 column quads x kMergeThreads/8 segment groups; each
+// sums its segments' weighted partials with 16-byte loads, then the groups are
+// added through LDS.
 
 template <class T>
 struct MergeShared {

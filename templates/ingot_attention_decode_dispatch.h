@@ -137,8 +137,8 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   }
   const uint32_t threads = (uint32_t)(m->waves * caps->wave_size);
   const uint32_t merge_threads = (uint32_t)(INGOT_AD_MERGE_WAVES * caps->wave_size);
-  /* The merge's grid follows its mode (ingot_attention_decode_limits.h); rows_total * D
-   * < 2^31 was checked above. */
+  /* The merge's grid follows its mode (ingot_attention_decode_limits.h). The wide
+   * grid's rows_total * D/32 < 2^31 was checked above; the compact one is smaller. */
   const uint32_t merge_x = splits <= INGOT_AD_COMPACT_MERGE_SPLITS
                                ? (uint32_t)ingot_ad_ceil_div(rows_total * (D / 4), merge_threads)
                                : (uint32_t)(rows_total * (D / 32));
