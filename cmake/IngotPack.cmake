@@ -98,6 +98,9 @@ function(ingot_add_pack)
     string(JSON inst GET "${listing}" 0 instances ${i})
     foreach(a IN LISTS archs)
       set(src "${gen_dir}/kernels/${a}/${inst}.hip")
+      if(NOT src IN_LIST gen_outputs)
+        continue()  # a variant built for some of the pack's archs only
+      endif()
       # `depfile`: each compile also writes the headers it read, so a header edit rebuilds
       # the kernels that include it and nothing else.
       if(a MATCHES "^sm_")

@@ -81,8 +81,9 @@ def cmd_generate(args):
         root = os.path.join(args.out, name)
         written, removed = write_tree(root, files)
         if not args.quiet:
-            print(f"ingot: {name}: {len(pack.instances)} instances x {len(pack.archs)} archs, "
-                  f"{len(files)} files ({len(written)} written, {len(removed)} removed) in {root}")
+            sources = sum(len(i.archs) for i in pack.instances)
+            print(f"ingot: {name}: {len(pack.instances)} instances, {sources} kernel sources for "
+                  f"{len(pack.archs)} archs, {len(files)} files ({len(written)} written, {len(removed)} removed) in {root}")
     return EXIT_OK
 
 
@@ -118,7 +119,7 @@ def cmd_list(args):
         print(f"pack {name} ({pack.config_path}): {len(pack.instances)} instances, archs {', '.join(pack.archs)}")
         for inst in pack.instances:
             print(f"  {inst.name}  variant={inst.variant} priority={inst.priority}")
-            for arch in pack.archs:
+            for arch in inst.archs:
                 print(f"    {inst.filename(arch)}")
     return EXIT_OK
 

@@ -26,6 +26,8 @@ def _variant_schema(family):
         "exclude": (List(Map({k: (v, False, None) for k, v in family.axes.items()}), min_len=0), False, []),
         "knobs": (Map({k: (v, False, None) for k, v in family.knobs.items()}), False, {}),
         "admit": (family.admit, True, None),
+        # A variant tuned for some archs only (its kernels have code objects for those).
+        "archs": (List(Str(choices=known_archs()), unique=True), False, None),
     })
 
 
@@ -163,6 +165,14 @@ def _expand_variant(cfg, var, vpath, archs, ctx):
     admit = var["admit"]
     apath = vpath + ("admit",)
     ok = True
+    if var["archs"] is not None:
+        names = [a.name for a in archs]
+        for i, a in enumerate(var["archs"]):
+            if a not in names:
+                ctx.error(vpath + ("archs", i), f"arch {show(a)} is not one of the pack's archs "
+                          f"(allowed: {', '.join(names)})")
+                ok = False
+        archs = [a for a in archs if a.name in var["archs"]]
 
     for i, hd in enumerate(axes["head_dim"]):
         if hd not in ad.HEAD_DIMS:
@@ -224,7 +234,7 @@ def _expand_variant(cfg, var, vpath, archs, ctx):
             heads=heads,
             batch=tuple(admit["batch"]), seq_q=tuple(seq_q), capacity=tuple(admit["capacity"]),
             page_sizes=tuple(sorted(admit["page_sizes"] or [])) if point["kv_layout"] == "paged" else (),
-            masks=tuple(sorted(admit["masks"])), lse=admit["lse"])
+            masks=tuple(sorted(admit["masks"])), lse=admit["lse"], archs=tuple(a.name for a in archs))
         if not _check_instance_fits(inst, archs, vpath, ctx):
             return []
         out.append(inst)

@@ -66,7 +66,7 @@ def build(pack):
             "matchers": [umd_id], "metadata": inst.metadata(),
             "kernel_source": {
                 "kind": "hip_source",
-                "sources": {a: inst.filename(a) for a in pack.archs},
+                "sources": {a: inst.filename(a) for a in inst.archs},
                 "symbols": {e: inst.symbol(e) for e in ad.ENTRY_POINTS},
                 "spec": {"variant": inst.variant, "rows_total": inst.rows_total},
             },

@@ -65,17 +65,30 @@ def _package(generated, objects, out, readelf, archs, quiet):
     udd = next(d for d in map(_load_json, glob.glob(os.path.join(desc_dir, "*.udd.json")))
                if d["id"] == kdp["dispatch"])
 
+    # A kernel built for some archs only (a variant's `archs`) packages those; one
+    # with none of the packaged archs leaves the pack with its kernel-scope UMDs.
+    kept, dropped_umds = [], set()
+    for kd in kdp["kernelDescriptors"]:
+        if any(a in kd["kernel_source"]["sources"] for a in kdp["arch"]):
+            kept.append(kd)
+        else:
+            dropped_umds.update(kd["matchers"])
+    if not kept:
+        raise PackageError(f"pack {kdp['name']}: no kernel is built for the packaged archs "
+                           f"({', '.join(kdp['arch'])})")
+    kdp["kernelDescriptors"] = kept
+
     parent = os.path.dirname(os.path.abspath(out))
     os.makedirs(parent, exist_ok=True)
     stage = tempfile.mkdtemp(prefix=".pack-", dir=parent)
     try:
         for path in sorted(glob.glob(os.path.join(desc_dir, "*.json"))):
-            if path not in kdps:
+            if path not in kdps and _load_json(path).get("id") not in dropped_umds:
                 shutil.copyfile(path, os.path.join(stage, os.path.basename(path)))
         for kd in kdp["kernelDescriptors"]:
             src = kd["kernel_source"]
             objs = {}
-            for arch_name in kdp["arch"]:
+            for arch_name in (a for a in kdp["arch"] if a in src["sources"]):
                 arch = ARCHS[arch_name]
                 inst = kd["name"]
                 fname = f"{inst}.{arch.name}.{arch.suffix}"

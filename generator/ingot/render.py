@@ -41,7 +41,7 @@ def render_pack(pack, env=None):
     files = {}
     kt = env.get_template("attention_decode.hip.j2")
     for inst in pack.instances:
-        for arch in pack.archs:
+        for arch in inst.archs:
             files[inst.filename(arch)] = kt.render(inst=inst, arch=arch, config=pack.config_path,
                                                    split=inst.symbol("split"), merge=inst.symbol("merge"))
     sig = [dict(a, expr=KERNARG_EXPR[a["name"]]) for a in ad.signature()]

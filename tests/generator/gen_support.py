@@ -101,11 +101,12 @@ def _pack_descriptor(gen_dir, suffix):
 
 
 def write_fake_objects(gen_dir, objects, archs):
-    """One file of distinct bytes per kernel and arch, where the build puts code objects."""
+    """One file of distinct bytes per kernel and arch it is built for, where the
+    build puts code objects."""
     from ingot.archs import ARCHS
 
     for kd in _pack_descriptor(gen_dir, ".kdp.json")["kernelDescriptors"]:
-        for arch in archs:
+        for arch in (a for a in archs if a in kd["kernel_source"]["sources"]):
             d = os.path.join(objects, arch)
             os.makedirs(d, exist_ok=True)
             with open(os.path.join(d, f"{kd['name']}.{arch}.{ARCHS[arch].suffix}"), "wb") as f:

@@ -70,9 +70,9 @@ class RealConfigTest(unittest.TestCase):
         for inst in self.pack.instances:
             counts[inst.variant] = counts.get(inst.variant, 0) + 1
         # decode: 2 dtypes x 2 head dims x 2 groups x 2 layouts; the others likewise.
-        self.assertEqual(counts, {"decode": 16, "decode_d256": 8, "decode_g8": 4, "decode_g8_d64": 4,
-                                  "decode_g8_d256": 4, "speculative": 12})
-        self.assertEqual(len(self.pack.instances), 48)
+        self.assertEqual(counts, {"decode": 16, "decode_long": 4, "decode_d256": 8, "decode_g8": 4,
+                                  "decode_g8_d64": 4, "decode_g8_d256": 4, "speculative": 12})
+        self.assertEqual(len(self.pack.instances), 52)
         self.assertEqual(self.pack.archs, ("gfx942", "gfx950", "sm_90"))
 
     def test_instances_are_sorted_and_named_after_their_shape(self):
@@ -84,14 +84,16 @@ class RealConfigTest(unittest.TestCase):
         for inst in self.pack.instances:
             layout = {"contiguous": "contig", "paged": "paged"}[inst.kv_layout]
             tc = {"auto": "_tc", "simt": ""}[inst.math]
+            st = f"s{inst.stages}" if inst.stages else ""
             self.assertEqual(inst.name, f"attention_decode_{inst.dtype}_d{inst.head_dim}_g{inst.group}"
-                                        f"_sq{inst.max_sq}_{layout}_w{inst.waves}t{inst.tokens_per_wave}{tc}")
+                                        f"_sq{inst.max_sq}_{layout}_w{inst.waves}t{inst.tokens_per_wave}{tc}{st}")
 
     def test_knob_overrides_apply_per_variant(self):
         tpw = {}
         for inst in self.pack.instances:
             tpw.setdefault(inst.variant, set()).add((inst.waves, inst.tokens_per_wave, inst.max_splits, inst.math))
-        self.assertEqual(tpw, {"decode": {(4, 16, 256, "auto")}, "decode_d256": {(4, 8, 256, "simt")},
+        self.assertEqual(tpw, {"decode": {(4, 16, 256, "auto")}, "decode_long": {(2, 16, 256, "auto")},
+                               "decode_d256": {(4, 8, 256, "simt")},
                                "decode_g8": {(4, 16, 256, "auto")}, "decode_g8_d64": {(4, 16, 256, "auto")},
                                "decode_g8_d256": {(4, 4, 256, "simt")}, "speculative": {(4, 16, 256, "auto")}})
 
@@ -182,6 +184,26 @@ class ExpansionRuleTest(unittest.TestCase):
         (inst,) = expand(variant("v", extra_axes="      max_sq: [4]\n", extra_admit="      seq_q: [2, 3]\n")).instances
         self.assertEqual(inst.seq_q, (2, 3))
 
+    def test_archs_default_to_the_packs_and_a_variant_may_narrow_them(self):
+        (a,) = expand(variant("v")).instances
+        (b,) = expand(variant("v", extra="    archs: [sm_90]\n")).instances
+        self.assertEqual((a.archs, b.archs), (("gfx942", "gfx950", "sm_90"), ("sm_90",)))
+        pack = expand(variant("v", extra="    archs: [sm_90, gfx950]\n"))
+        self.assertEqual(pack.instances[0].archs, ("gfx950", "sm_90"))  # the pack's order
+        self.assertEqual(pack.archs, ("gfx942", "gfx950", "sm_90"))
+        files = render_pack(pack)
+        self.assertEqual(sorted(f for f in files if f.startswith("kernels/")),
+                         ["kernels/gfx950/minimal_bf16_d128_g4_sq1_contig_w4t16.hip",
+                          "kernels/sm_90/minimal_bf16_d128_g4_sq1_contig_w4t16.hip"])
+
+    def test_a_variants_tile_rules_apply_to_its_own_archs_only(self):
+        # 2 tokens per wave at D 128: one 32-lane load on sm_90, half of one 64-lane AMD load.
+        (inst,) = expand(variant("v", extra="    archs: [sm_90]\n    knobs: {tokens_per_wave: 2}\n")).instances
+        self.assertEqual((inst.archs, inst.tokens_per_wave), (("sm_90",), 2))
+        errs = expand_errors(variant("v", extra="    knobs: {tokens_per_wave: 2}\n"))
+        self.assertEqual([e[e.index("covers on"):e.index(" for head")] for e in errs],
+                         ["covers on gfx942", "covers on gfx950"])
+
     def test_priority_defaults_to_zero_and_is_carried(self):
         (a,) = expand(variant("v")).instances
         (b,) = expand(variant("v", extra="    priority: 7\n")).instances
@@ -201,6 +223,20 @@ class DuplicateAndShadowTest(unittest.TestCase):
         self.assertEqual(expand_errors(*vs), [
             f"t.yaml:{variant_line(vs, 1)}:5: variants[1]: duplicate instance "
             "minimal_bf16_d128_g4_sq1_contig_w4t16: variants 'a' and 'b' both produce it"])
+
+    def test_accept_a_higher_priority_variant_for_fewer_archs(self):
+        # 'tuned' wins on sm_90, but 'wide' still serves the AMD archs: not shadowed.
+        pack = expand(variant("wide"),
+                      variant("tuned", extra="    priority: 1\n    archs: [sm_90]\n    knobs: {waves: 2}\n"))
+        self.assertEqual([i.archs for i in pack.instances], [("sm_90",), ("gfx942", "gfx950", "sm_90")])
+
+    def test_reject_a_variant_for_fewer_archs_shadowed_by_an_all_arch_one(self):
+        vs = [variant("tuned", extra="    archs: [sm_90]\n    knobs: {waves: 2}\n"),
+              variant("wide", extra="    priority: 1\n")]
+        self.assertEqual(expand_errors(*vs), [
+            f"t.yaml:{variant_line(vs, 0)}:5: variants[0]: instance minimal_bf16_d128_g4_sq1_contig_w2t16 "
+            "(variant 'tuned') can never be chosen: minimal_bf16_d128_g4_sq1_contig_w4t16 (variant 'wide') "
+            "admits every graph it admits and wins the selection"])
 
     def test_accept_higher_priority_on_a_narrower_range(self):
         # 'fast' wins where it admits, but 'wide' still serves the rest.

@@ -539,7 +539,7 @@ static int ends_with(const char *s, const char *suffix) {
 }
 
 /* From the constraints of the UMDs in `ids` (graph- and kernel-scope), a heads
- * pair with this group and the smallest page size allowed. */
+ * pair with this group, the smallest page size allowed and the capacity range. */
 static void hints_from_umds(json_t *umds, json_t *ids, dh_kernel *k) {
   size_t i;
   json_t *id;
@@ -562,6 +562,12 @@ static void hints_from_umds(json_t *umds, json_t *ids, dh_kernel *k) {
             break;
           }
         }
+      }
+      if (strcmp(field, "capacity") == 0 && strcmp(op, "range") == 0) {
+        const json_int_t lo = json_integer_value(json_object_get(c, "min"));
+        const json_int_t hi = json_integer_value(json_object_get(c, "max"));
+        if (lo > k->capacity[0]) k->capacity[0] = lo > INT32_MAX ? INT32_MAX : (int)lo;
+        if (hi < k->capacity[1]) k->capacity[1] = hi < 0 ? 0 : (int)hi;
       }
       if (strcmp(field, "page_size") == 0) {
         int best = 0;
@@ -640,6 +646,7 @@ int dh_pack_kernels(const char *pack_dir, const char *arch, dh_kernel **out) {
     k->lse = json_is_true(json_object_get(m, "lse"));
     json_t *objects = json_object_get(json_object_get(kd, "kernel_source"), "objects");
     k->has_arch = arch == NULL || json_object_get(objects, arch) != NULL;
+    k->capacity[0] = 1, k->capacity[1] = INT32_MAX;
     hints_from_umds(umds, json_object_get(kdp, "matchers"), k);
     hints_from_umds(umds, json_object_get(kd, "matchers"), k);
     if (k->paged && k->page_size == 0) k->page_size = 16;
@@ -681,7 +688,7 @@ const dh_kernel *dh_find_kernel(const dh_kernel *ks, int n, int paged, int min_s
   for (int i = 0; i < n; ++i) {
     const dh_kernel *k = &ks[i];
     if (!k->has_arch || k->paged != paged || k->max_sq < min_sq) continue;
-    const int score = 8 * (k->dtype == INGOT_DTYPE_BF16) + 4 * (k->head_dim == 128) +
+    const int score = 16 * (k->capacity[0] <= 64) + 8 * (k->dtype == INGOT_DTYPE_BF16) + 4 * (k->head_dim == 128) +
                       2 * (k->group == 4) + (k->lse == want_lse);
     if (score > best_score) best = k, best_score = score;
   }

@@ -144,6 +144,7 @@ struct dh_kernel {
   int has_arch; /* the kernel has a code object for the context's arch */
   int heads[2]; /* a (Hq, Hkv) pair the pack admits with this group; 0 when unknown */
   int page_size; /* a page size the pack admits (paged kernels) */
+  int capacity[2]; /* the capacities its UMDs admit, inclusive */
 };
 
 /* Reads the pack folder's packaged KDP (<pack>.kdp.json) and its UMDs. Returns the count (>= 0) or -1. */
@@ -152,7 +153,8 @@ int dh_pack_kernels(const char *pack_dir, const char *arch, dh_kernel **out);
 dh_shape dh_shape_for_kernel(const dh_kernel *k, int capacity, ingot_mask mask);
 
 /* The kernel a workflow test should use: paged or not, max_sq >= min_sq,
- * preferring bf16, D 128, group 4, with LSE when want_lse; NULL when none. */
+ * preferring one that admits capacity 64 (the tests' range starts there), then
+ * bf16, D 128, group 4, with LSE when want_lse; NULL when none. */
 const dh_kernel *dh_find_kernel(const dh_kernel *ks, int n, int paged, int min_sq, int want_lse);
 /* The kernel of that name, or NULL. */
 const dh_kernel *dh_kernel_named(const dh_kernel *ks, int n, const char *name);

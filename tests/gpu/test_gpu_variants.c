@@ -1,10 +1,11 @@
 /* test_gpu_variants.c: every variant of the pack at least once (issue item 5).
  * The kernels are read from the packaged KDP; for each one with a code object
  * for this device, a graph built from its own metadata (dtype, head dim, group,
- * Sq = max_sq, layout, LSE) is run with no mask and causal, and causal again for
- * every shorter Sq >= 2. O and LSE are compared with the reference (LSE in
+ * Sq = max_sq, layout, LSE, a capacity its UMDs admit) is run with no mask and
+ * causal, and causal again for every shorter Sq >= 2. O and LSE are compared with the reference (LSE in
  * natural log; -inf for fully masked rows), and every kernel must have been
  * chosen by at least one graph. Usage: <binary> [pack_dir] */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +20,13 @@ static int run(ingot_context *ctx, const dh_kernel *ks, int n, const dh_kernel *
                int sq, uint64_t seed, void *stream, dh_stats *st, int *chosen) {
   *chosen = -1;
   const int page = k->paged ? k->page_size : 1;
+  /* capacities inside the kernel's own range (whole pages), smallest first */
+  const int lo = k->capacity[0] > 2 * page ? k->capacity[0] : 2 * page;
   int caps[3] = {256, 4096, 65536};
-  for (int i = 0; i < 3; ++i)
-    if (caps[i] < 2 * page) caps[i] = 2 * page;
+  for (int i = 0; i < 3; ++i) {
+    if (caps[i] < lo) caps[i] = (int)(((int64_t)lo + page - 1) / page * page);
+    if (caps[i] > k->capacity[1]) caps[i] = k->capacity[1] / page * page;
+  }
   char why[4096] = "", label[256], d[160];
   dh_case c;
   int rc = -1;

@@ -115,6 +115,7 @@ class Instance:
     page_sizes: tuple
     masks: tuple
     lse: bool
+    archs: tuple = ()  # the archs it is built for (the variant's, else the pack's)
 
     @property
     def name(self):
@@ -156,6 +157,7 @@ class Instance:
             "batch": self.batch, "seq_q": self.seq_q, "capacity": self.capacity,
             "page_sizes": frozenset(self.page_sizes), "masks": frozenset(self.masks),
             "lse": frozenset([False, True] if self.lse else [False]),
+            "arch": frozenset(self.archs),
         }
 
     def constraints(self):
