@@ -350,7 +350,7 @@ def layouts(pack, exp_pack, shapes, reps=30):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     kdp = json.load(open(os.path.join(exp_pack, "experiments.kdp.json")))
     kerns = [Kernel(exp_pack, kd) for kd in kdp["kernelDescriptors"]
-             if "_contig_" in kd["name"] and kd["name"].endswith(("w4t16_tc", "w2t16_tcs2"))]
+             if "_contig_" in kd["name"] and kd["name"].endswith(tuple(suffixes))]
     for (B, hq, hkv, L) in shapes:
         nbuf, qs, kt, vt, o, kv_bytes = buffer_sets(B, hq, hkv, L)
         kh = [k.transpose(1, 2).contiguous() for k in kt]  # [B, Hkv, L, D]
@@ -375,14 +375,24 @@ def layouts(pack, exp_pack, shapes, reps=30):
         torch.cuda.empty_cache()
 
 
-def sweep(exp_pack, spec, reps=30):
-    """Split counts for one shape, every experiment kernel: spec 'B,Hq,Hkv,L:s1/s2/...'."""
+_swept = set()
+
+
+def sweep(exp_pack, spec, reps=30, suffixes=("w4t16_tc", "w2t16_tcs2")):
+    """Split counts for one shape, the experiment kernels whose names end with one of
+    `suffixes`: spec 'B,Hq,Hkv,L:s1/s2/...'."""
     shape, splits = spec.split(":")
     B, hq, hkv, L = (int(x) for x in shape.split(","))
     splits = [int(x) for x in splits.split("/")]
     kdp = json.load(open(os.path.join(exp_pack, "experiments.kdp.json")))
     kerns = [Kernel(exp_pack, kd) for kd in kdp["kernelDescriptors"]
-             if "_contig_" in kd["name"] and kd["name"].endswith(("w4t16_tc", "w2t16_tcs2"))]
+             if "_contig_" in kd["name"] and kd["name"].endswith(tuple(suffixes))]
+    for kern in kerns:  # checked before any is timed (once per process)
+        if kern.name not in _swept:
+            ok, err, lerr, s = check(kern, 2, 8, 2, 1, 4096, True, False, 16, True, True, None)
+            print(f"{'ok ' if ok else 'FAIL'} {kern.name} B=2 cap=4096 causal splits={s} max_err={err:.5f} "
+                  f"lse_err={lerr:.2e}", flush=True)
+            _swept.add(kern.name)
     nbuf, qs, ks, vs, o, kv_bytes = buffer_sets(B, hq, hkv, L)
     lens = torch.full((B,), L, device="cuda", dtype=torch.int32)
     ws = torch.empty(B * hkv * (4 * max(splits) + 4 + 4 * max(splits) * 128), device="cuda")
@@ -410,6 +420,8 @@ def main():
     ap.add_argument("--batched", action="store_true", help="--experiments also at B 16 and 64 (32/8, 8K)")
     ap.add_argument("--sweep", action="append", default=[], metavar="B,HQ,HKV,L:S1/S2/..",
                     help="time the experiment kernels at these split counts, then exit")
+    ap.add_argument("--kernels", default="w4t16_tc,w2t16_tcs2", metavar="SUFFIX,..",
+                    help="--sweep times the experiment kernels whose names end with these")
     ap.add_argument("--layouts", action="store_true", help="token-major against head-major caches "
                     "(kernels of --experiments), then exit")
     ap.add_argument("--compare", default=None, metavar="PACK", help="time --kernel against the one in PACK, then exit")
@@ -418,7 +430,7 @@ def main():
     Ls = [int(x) for x in a.lengths.split(",")]
     if a.sweep:
         for spec in a.sweep:
-            sweep(a.experiments, spec)
+            sweep(a.experiments, spec, suffixes=a.kernels.split(","))
         return 0
     if a.layouts:
         layouts(a.pack, a.experiments, [(16, 32, 8, 8192), (1, 8, 2, 1048576), (1, 8, 2, 65536), (64, 32, 8, 8192)])

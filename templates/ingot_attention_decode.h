@@ -522,12 +522,11 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   }
   const int *ptable = T::kPaged ? page_table + b * page_table_stride : nullptr;
   const int page_shift = T::kPaged ? 31 - __builtin_clz((unsigned)page_size) : 0;
-  auto token_off = [&](int pos, long long sb, long long st) -> long long {
-    if (T::kPaged) {
-      const long long page = pos < seg.end ? ptable[pos >> page_shift] : 0;
-      return page * sb + (long long)(pos & (page_size - 1)) * st;
-    }
-    return (long long)pos * st;
+  // The page of a position (paged; entries at or past the end are never read),
+  // then the element offset of the token within K or V.
+  auto page_of = [&](int pos) -> long long { return T::kPaged && pos < seg.end ? ptable[pos >> page_shift] : 0; };
+  auto token_off = [&](int pos, long long page, long long sb, long long st) -> long long {
+    return T::kPaged ? page * sb + (long long)(pos & (page_size - 1)) * st : (long long)pos * st;
   };
 
   // One chunk of C tokens at tok0 through the tensor cores: S = q K^T, one
@@ -604,7 +603,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
 #pragma unroll
       for (int u = 0; u < NU; ++u) {
         const int pos = tok0 + 8 * u + g;
-        const char *kp = kbase + 2 * token_off(pos, k_stride_b, k_stride_t) + qd * 16;
+        const char *kp = kbase + 2 * token_off(pos, page_of(pos), k_stride_b, k_stride_t) + qd * 16;
 #pragma unroll
         for (int j = 0; j < NKC; ++j) kw[u][j] = load16_if(kp + j * 64, pos < seg.end);
       }
@@ -613,7 +612,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
 #pragma unroll
         for (int t = 0; t < 4; ++t) {
           const int pos = tok0 + v_token(p, t);
-          const char *vp = vbase + 2 * token_off(pos, v_stride_b, v_stride_t) + g * 16;
+          const char *vp = vbase + 2 * token_off(pos, page_of(pos), v_stride_b, v_stride_t) + g * 16;
 #pragma unroll
           for (int cc = 0; cc < NVC; ++cc) vw[p][t][cc] = load16_if(vp + cc * 128, pos < seg.end);
         }
@@ -653,8 +652,9 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
         const int i = lane + kWaveSize * n, t = i / CPR, c = i % CPR;
         const int pos = tok0 + t;
         const bool live = pos < seg.end;
-        copy16_async(k_at(stage, t, c), kbase + 2 * token_off(pos, k_stride_b, k_stride_t) + c * 16, live);
-        copy16_async(v_at(stage, t, c), vbase + 2 * token_off(pos, v_stride_b, v_stride_t) + c * 16, live);
+        const long long page = page_of(pos);  // one page-table read for K and V
+        copy16_async(k_at(stage, t, c), kbase + 2 * token_off(pos, page, k_stride_b, k_stride_t) + c * 16, live);
+        copy16_async(v_at(stage, t, c), vbase + 2 * token_off(pos, page, v_stride_b, v_stride_t) + c * 16, live);
       }
     };
 #pragma unroll
