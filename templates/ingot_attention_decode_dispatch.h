@@ -16,6 +16,7 @@ typedef struct ingot_ad_policy {
   int ctas_per_cu;           /* resident split workgroups per CU when the device cannot say */
   int min_tiles_per_split;   /* a segment covers at least this many tiles of capacity */
   int max_tokens_per_split;  /* longer caches get more segments, in whole waves */
+  int saturating_percent;    /* this share of the resident workgroups keeps DRAM busy */
   int kernel_max_splits;     /* the kernels' own limit (kMaxSplits) */
 } ingot_ad_policy;
 
@@ -48,6 +49,21 @@ static inline int ingot_ad_mul(uint64_t a, uint64_t b, uint64_t *out) {
 }
 
 static inline int64_t ingot_ad_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* The time model the segment count is refined with. base x splits equal
+ * segments run in rounds of `resident` workgroups; a round of n workgroups
+ * streams one segment (its tokens plus one tile: the first load's latency, its
+ * share of the merge) in max(1, n / saturating) segment times, `saturating`
+ * workgroups being enough to keep DRAM busy. So a last round of a few
+ * workgroups costs a whole segment time while moving little: the tail the
+ * refinement removes. In doubles (the products can pass 2^63). */
+static inline double ingot_ad_split_cost(int64_t base, int64_t splits, int64_t resident, int64_t saturating,
+                                         int64_t capacity, int64_t tile) {
+  const int64_t n = base * splits, full = n / resident, rest = n % resident;
+  const double per_full = resident > saturating ? (double)resident / (double)saturating : 1.0;
+  const double per_rest = rest == 0 ? 0.0 : rest > saturating ? (double)rest / (double)saturating : 1.0;
+  return ((double)full * per_full + per_rest) * (double)(ingot_ad_ceil_div(capacity, splits) + tile);
+}
 
 static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot_ad_kernel_meta *m,
                                          const ingot_attention_graph *g,
@@ -100,7 +116,8 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   const int64_t tile = (int64_t)m->waves * m->tokens_per_wave;
   /* Segments come in whole waves of the device's resident workgroups: a partial
    * last wave would leave CUs idle while it runs. One wave, unless a segment
-   * would then cover more than max_tokens_per_split of the capacity. */
+   * would then cover more than max_tokens_per_split of the capacity; then the
+   * time model below may add segments to fill a nearly empty last round. */
   const int64_t cus = caps->compute_units > 0 ? caps->compute_units : 132;
   const int64_t resident = cus * (caps->blocks_per_cu > 0 ? caps->blocks_per_cu : pol->ctas_per_cu);
   /* Grids within the device limits (x < 2^31; y, z <= 65535, checked above for
@@ -119,11 +136,27 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
     splits = per_wave * waves;
   }
   const int64_t by_len = ingot_ad_ceil_div(g->capacity, tile * pol->min_tiles_per_split);
-  if (splits > by_len) splits = by_len;
-  if (splits > m->max_splits) splits = m->max_splits;
-  if (splits > pol->kernel_max_splits) splits = pol->kernel_max_splits;
-  if (splits > INT32_MAX / (Hkv * row_blocks)) splits = INT32_MAX / (Hkv * row_blocks);
+  int64_t most = by_len < m->max_splits ? by_len : m->max_splits;
+  if (most > pol->kernel_max_splits) most = pol->kernel_max_splits;
+  if (most > INT32_MAX / (Hkv * row_blocks)) most = INT32_MAX / (Hkv * row_blocks);
+  if (splits > most) splits = most;
   if (splits < 1) splits = 1;
+  /* More segments when the last round of workgroups would run nearly empty (say
+   * B x Hkv just above the resident count: a few full-length segments alone at
+   * the end): the count of at most `most` with the least modelled time, taken
+   * only when it saves a tenth or more. */
+  {
+    int64_t saturating = resident / 100 * pol->saturating_percent + resident % 100 * pol->saturating_percent / 100;
+    if (saturating < 1) saturating = 1;
+    const double start = ingot_ad_split_cost(base, splits, resident, saturating, g->capacity, tile);
+    double best = start;
+    int64_t pick = splits;
+    for (int64_t s = splits + 1; s <= most; ++s) {
+      const double c = ingot_ad_split_cost(base, s, resident, saturating, g->capacity, tile);
+      if (c < best) best = c, pick = s;
+    }
+    if (best <= 0.9 * start) splits = pick;
+  }
 
   /* Workspace (templates/ingot_attention_decode.h, workspace_block): per (sequence,
    * KV head) lse [rows_total*splits] padded to 4 floats, then O [rows_total*splits*D]. */

@@ -47,7 +47,7 @@ def _schema(family):
         "knobs": (Map({k: (v, k not in ad.OPTIONAL_KNOBS, ad.OPTIONAL_KNOBS.get(k))
                        for k, v in family.knobs.items()}), True, None),
         "split": (family.split, False, {"ctas_per_cu": 2, "min_tiles_per_split": 1,
-                                             "max_tokens_per_split": 4096}),
+                                             "max_tokens_per_split": 4096, "saturating_percent": 60}),
         "behavior_notes": (List(Str(max_len=256), min_len=0), False, []),
         "variants": (List(_variant_schema(family)), True, None),
     })

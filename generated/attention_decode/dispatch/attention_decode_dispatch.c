@@ -9,6 +9,7 @@ static const ingot_ad_policy k_policy = {
     /*ctas_per_cu*/ 2,
     /*min_tiles_per_split*/ 1,
     /*max_tokens_per_split*/ 4096,
+    /*saturating_percent*/ 60,
     /*kernel_max_splits*/ 256,
 };
 

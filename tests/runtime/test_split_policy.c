@@ -1,0 +1,83 @@
+/* test_split_policy.c: the segment counts the shipped pack's dispatch stub
+ * (templates/ingot_attention_decode_dispatch.h, policy from
+ * configs/attention_decode.yaml) plans on an H200-like device: 132 SMs, two
+ * resident workgroups of the seed kernel (4 waves x 16 tokens) each.
+ *  - The benchmark's shapes (bench/decode.py) keep the counts they were tuned
+ *    and measured with (docs/PERFORMANCE.md).
+ *  - A nearly empty last round of workgroups gets more segments
+ *    (docs/INTERNALS.md 4): B x Hkv just above the resident count.
+ *  - Exact multiples of the resident count are not split further.
+ * usage: test_split_policy */
+#include "test_util.h"
+/* after test_util.h, which sets the feature macros before any system header */
+#include "dispatch.h"
+
+static const ingot_ad_kernel_meta k_seed = {INGOT_DTYPE_BF16, 128, 4, 1, 4, 4, 16, 256, 0, 0};
+
+static int splits_for(const ingot_dispatch_entry *e, int64_t B, int64_t Hq, int64_t Hkv, int64_t cap,
+                      const ingot_device_caps *caps) {
+  ingot_attention_graph g = seed_graph(cap, INGOT_MASK_NONE);
+  const int64_t q[4] = {B, Hq, 1, 128}, kv[4] = {B, cap, Hkv, 128}, lens[1] = {B};
+  set_tensor(&g.q, INGOT_DTYPE_BF16, 4, q);
+  set_tensor(&g.o, INGOT_DTYPE_BF16, 4, q);
+  set_tensor(&g.k, INGOT_DTYPE_BF16, 4, kv);
+  set_tensor(&g.v, INGOT_DTYPE_BF16, 4, kv);
+  set_tensor(&g.seq_lens, INGOT_DTYPE_INT32, 1, lens);
+  ingot_dispatch_plan p;
+  char err[256] = "";
+  const ingot_status s = e->plan(&k_seed, &g, caps, &p, err, sizeof err);
+  if (s != INGOT_OK) {
+    fprintf(stderr, "B %lld %lld/%lld capacity %lld: %s\n", (long long)B, (long long)Hq, (long long)Hkv,
+            (long long)cap, err);
+    CHECK_STATUS(s, INGOT_OK);
+    return -1;
+  }
+  CHECK(p.num_splits >= 1 && p.num_splits <= 256);
+  CHECK(p.launches[0].grid[0] == (uint32_t)(p.num_splits * Hkv));
+  return p.num_splits;
+}
+
+int main(void) {
+  test_seed_rng();
+  const ingot_dispatch_entry *e = ingot_dispatch_find("ingot_attention_decode_dispatch");
+  CHECK(e != NULL);
+  if (e == NULL) return test_finish("test_split_policy");
+  const ingot_device_caps h200 = {32, 132, 232448, 2};
+
+  /* bench/decode.py's points: B, Hq, Hkv, L = capacity, the count measured */
+  static const int64_t bench[][5] = {
+      {1, 8, 2, 1024, 16},     {1, 8, 2, 4096, 64},      {1, 8, 2, 16384, 132}, {1, 8, 2, 65536, 132},
+      {1, 8, 2, 262144, 132},  {1, 8, 2, 1048576, 256},  {16, 32, 8, 8192, 2},  {64, 32, 8, 8192, 1},
+  };
+  for (size_t i = 0; i < sizeof bench / sizeof bench[0]; ++i) {
+    const int64_t *c = bench[i];
+    const int got = splits_for(e, c[0], c[1], c[2], c[3], &h200);
+    if (got != c[4])
+      fprintf(stderr, "B %lld %lld/%lld L %lld: %d segments, expected %lld\n", (long long)c[0],
+              (long long)c[1], (long long)c[2], (long long)c[3], got, (long long)c[4]);
+    CHECK(got == c[4]);
+  }
+
+  /* Tails: 136 x 2 = 272 workgroups on 264 slots left 8 alone at the end; 272
+   * single segments likewise. The model's counts (docs/INTERNALS.md 4). */
+  CHECK(splits_for(e, 17, 32, 8, 8192, &h200) == 5);
+  CHECK(splits_for(e, 34, 32, 8, 8192, &h200) == 8);
+  /* B x Hkv an exact multiple of the 264 slots: nothing to fill */
+  CHECK(splits_for(e, 33, 32, 8, 8192, &h200) == 1);
+  CHECK(splits_for(e, 66, 32, 8, 8192, &h200) == 1);
+
+  /* Random shapes whose sequences and heads fill the 264 slots: one segment
+   * each, unless the last round would hold fewer workgroups than keep DRAM
+   * busy (60% of 264: 158). */
+  for (int i = 0; i < 2000; ++i) {
+    const int64_t hkv = rnd_range(1, 8), B = rnd_range((264 + hkv - 1) / hkv, 512 / hkv), cap = rnd_range(64, 1 << 20);
+    const int s = splits_for(e, B, 4 * hkv, hkv, cap, &h200);
+    const int64_t last = B * hkv % 264;
+    if (s > 1 && (last == 0 || last >= 158)) {
+      fprintf(stderr, "B %lld Hkv %lld L %lld: %d segments for a full last round\n", (long long)B,
+              (long long)hkv, (long long)cap, s);
+      CHECK(0);
+    }
+  }
+  return test_finish("test_split_policy");
+}
