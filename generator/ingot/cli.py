@@ -83,7 +83,8 @@ def cmd_generate(args):
         if not args.quiet:
             sources = sum(len(i.archs) for i in pack.instances)
             print(f"ingot: {name}: {len(pack.instances)} instances, {sources} kernel sources for "
-                  f"{len(pack.archs)} archs, {len(files)} files ({len(written)} written, {len(removed)} removed) in {root}")
+                  f"{len(pack.archs)} archs, {len(files)} files ({len(written)} written, "
+                  f"{len(removed)} removed) in {root}")
     return EXIT_OK
 
 

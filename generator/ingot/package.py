@@ -67,12 +67,9 @@ def _package(generated, objects, out, readelf, archs, quiet):
 
     # A kernel built for some archs only (a variant's `archs`) packages those; one
     # with none of the packaged archs leaves the pack with its kernel-scope UMDs.
-    kept, dropped_umds = [], set()
-    for kd in kdp["kernelDescriptors"]:
-        if any(a in kd["kernel_source"]["sources"] for a in kdp["arch"]):
-            kept.append(kd)
-        else:
-            dropped_umds.update(kd["matchers"])
+    kept = [kd for kd in kdp["kernelDescriptors"] if any(a in kd["kernel_source"]["sources"] for a in kdp["arch"])]
+    dropped_umds = ({m for kd in kdp["kernelDescriptors"] for m in kd["matchers"]} -
+                    {m for kd in kept for m in kd["matchers"]})
     if not kept:
         raise PackageError(f"pack {kdp['name']}: no kernel is built for the packaged archs "
                            f"({', '.join(kdp['arch'])})")

@@ -14,8 +14,8 @@ import subprocess
 import tempfile
 import unittest
 
-from gen_support import (REPO, fake_code_object_reader, package_with_fake_objects, run_package, snapshot,
-                         write_fake_objects)
+from gen_support import (MINIMAL_CONFIG, REPO, fake_code_object_reader, package_with_fake_objects, run_cli,
+                         run_package, snapshot, write_fake_objects)
 
 from ingot.archs import ARCHS
 from ingot.codeobj import CodeObjectError, Elf, read_amd
@@ -261,6 +261,23 @@ class PackagePackTest(unittest.TestCase):
             self.assertEqual(rc, 1)
             self.assertEqual(stderr, "ingot package: error: arch(s) gfx90a not in pack attention_decode "
                                      "(it has: gfx942, gfx950, sm_90)\n")
+            self.assertFalse(os.path.exists(out))
+
+    def test_a_pack_with_no_kernel_for_the_packaged_archs_is_an_error(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            gen = os.path.join(tmp, "g")
+            cfg = os.path.join(tmp, "minimal.yaml")
+            with open(MINIMAL_CONFIG, encoding="utf-8") as f:
+                text = f.read()
+            with open(cfg, "w", encoding="utf-8") as f:  # its one variant for sm_90 only
+                f.write(text.replace("  - name: seed\n", "  - name: seed\n    archs: [sm_90]\n", 1))
+            rc, _, stderr = run_cli(["generate", "--quiet", "--out", gen, cfg])
+            self.assertEqual((rc, stderr), (0, ""))
+            out = os.path.join(tmp, "packs", "minimal")
+            rc, stderr = run_package(os.path.join(gen, "minimal"), os.path.join(tmp, "objects"), out, archs=["gfx942"])
+            self.assertEqual(rc, 1)
+            self.assertEqual(stderr, "ingot package: error: pack minimal: no kernel is built for the packaged "
+                                     "archs (gfx942)\n")
             self.assertFalse(os.path.exists(out))
 
     def test_a_missing_code_object_is_an_error(self):
