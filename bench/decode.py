@@ -63,29 +63,39 @@ def time_per_call(fn, nbuf, reps):
     return float(np.median(ts))
 
 
+class GraphTimer:
+    """`calls` calls of fn (default nbuf) over the nbuf buffer sets in turn,
+    captured once in one CUDA graph; sample(reps) replays it reps times and
+    gives the GPU time per call of each replay."""
+
+    def __init__(self, fn, nbuf, calls=None):
+        self.calls = calls or nbuf
+        self.g = torch.cuda.CUDAGraph()
+        st = torch.cuda.Stream()
+        st.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(st):
+            with torch.cuda.graph(self.g, stream=st):
+                for i in range(self.calls):
+                    fn(i % nbuf)
+        torch.cuda.synchronize()
+        self.g.replay()
+        torch.cuda.synchronize()
+
+    def sample(self, reps):
+        ts = []
+        for _ in range(reps):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            self.g.replay()
+            b.record()
+            b.synchronize()
+            ts.append(a.elapsed_time(b) * 1e3 / self.calls)
+        return ts
+
+
 def time_graph(fn, nbuf, reps, calls=None):
-    """GPU time per call: `calls` calls (default nbuf) over the nbuf buffer sets
-    in turn, captured in one CUDA graph; the median replay over `calls`."""
-    calls = calls or nbuf
-    g = torch.cuda.CUDAGraph()
-    st = torch.cuda.Stream()
-    st.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(st):
-        with torch.cuda.graph(g, stream=st):
-            for i in range(calls):
-                fn(i % nbuf)
-    torch.cuda.synchronize()
-    g.replay()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) * 1e3 / calls)
-    return float(np.median(ts))
+    """GPU time per call by graph replay (GraphTimer): the median of reps replays."""
+    return float(np.median(GraphTimer(fn, nbuf, calls).sample(reps)))
 
 
 def reference(q, k, v, lens):
@@ -102,7 +112,7 @@ def reference(q, k, v, lens):
     return out
 
 
-def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling, calls=0):
+def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling, calls=0, rounds=5):
     dt = torch.bfloat16
     kv_bytes = 2 * B * L * Hkv * D * 2
     nbuf = int(max(2, min(32, math.ceil(4 * L2_BYTES / kv_bytes))))
@@ -139,13 +149,11 @@ def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling, calls=0):
         run(i)
     res["ingot_call"] = time_per_call(run, nbuf, reps)
     calls = max(calls, nbuf)
-    res["ingot_graph"] = time_graph(run, nbuf, reps, calls)
-    res["floor_graph"] = time_graph(run_floor, nbuf, reps, calls)
+    timers = {"ingot": GraphTimer(run, nbuf, calls), "floor": GraphTimer(run_floor, nbuf, calls)}
 
     # Peers on their preferred layout [B, H, L, D], the same values.
     kp = [k.transpose(1, 2).contiguous() for k in ks]
     vp = [v.transpose(1, 2).contiguous() for v in vs]
-    del ks, vs
     for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
         def peer(i, backend=backend):
             with sdpa_kernel(backend):
@@ -155,18 +163,32 @@ def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling, calls=0):
             torch.cuda.synchronize()
             perr = (out.double() - o.double()).abs().max().item()  # ingot was checked above
             res[f"{name}_call"] = time_per_call(peer, nbuf, reps)
-            res[f"{name}_graph"] = time_graph(peer, nbuf, reps, calls)
+            timers[name] = GraphTimer(peer, nbuf, calls)
             res[f"{name}_vs_ingot"] = perr
         except Exception as e:  # a backend that cannot run this shape
             print(f"  {name} B={B} L={L}: {type(e).__name__}: {str(e)[:160]}", flush=True)
-            res[f"{name}_call"] = res[f"{name}_graph"] = float("nan")
+            res[f"{name}_call"] = float("nan")
+
+    # Rounds: every implementation replayed in turn, `rounds` times, so that
+    # clock and thermal drift fall on all of them alike; each round's medians
+    # give one best-peer / ingot ratio, and their range says how far the
+    # comparison moves within the run.
+    per_round = {k: [] for k in timers}
+    for _ in range(rounds):
+        for k, t in timers.items():
+            per_round[k].append(float(np.median(t.sample(max(1, -(-reps // rounds))))))
+    for key in ("ingot", "floor", "cudnn", "flash"):
+        res[f"{key}_graph"] = float(np.median(per_round[key])) if key in per_round else float("nan")
     for key in ("ingot", "cudnn", "flash"):
         t = res[f"{key}_graph"]
         res[f"{key}_bw"] = kv_bytes / (t * 1e-6) / ceiling if t == t else float("nan")
-    peers = [res[f"{p}_graph"] for p in ("cudnn", "flash") if res[f"{p}_graph"] == res[f"{p}_graph"]]
-    res["best_peer"] = min(peers) if peers else float("nan")
+    peers = [p for p in ("cudnn", "flash") if p in per_round]
+    res["best_peer"] = min(res[f"{p}_graph"] for p in peers) if peers else float("nan")
     res["speedup"] = res["best_peer"] / res["ingot_graph"]
-    del qs, kp, vp
+    ratios = [min(per_round[p][r] for p in peers) / per_round["ingot"][r] for r in range(rounds)] if peers else []
+    res["speedup_lo"] = min(ratios) if ratios else float("nan")
+    res["speedup_hi"] = max(ratios) if ratios else float("nan")
+    del timers, qs, ks, vs, kp, vp
     torch.cuda.empty_cache()
     return res
 
@@ -179,6 +201,9 @@ def main():
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--calls", type=int, default=20,
                     help="calls per captured graph (at least one per buffer set): a replay long enough that its start-up and the clock ramp amortize")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="replay every implementation in turn this many times (reps split among them); "
+                         "the best-peer ratio's range over the rounds is reported")
     ap.add_argument("--quick", action="store_true", help="fewer points")
     ap.add_argument("--points", default=None,
                     help="comma-separated BxHqxHkvxL points instead of the full set, e.g. 1x8x2x65536")
@@ -201,12 +226,12 @@ def main():
            f" {'cuDNN':>8} {'%ceil':>6} | {'flash':>8} {'%ceil':>6} | {'vs best':>7}")
     print(hdr, flush=True)
     for B, Hq, Hkv, L in points:
-        r = bench_point(ctx, B, Hq, Hkv, L, 128, a.reps, ceiling, a.calls)
+        r = bench_point(ctx, B, Hq, Hkv, L, 128, a.reps, ceiling, a.calls, a.rounds)
         rows.append(r)
         print(f"{B:>3} {Hq:>3}/{Hkv:<2} {L:>8} {r['splits']:>6} | {r['ingot_graph']:>6.2f}us {r['ingot_bw']*100:>5.1f}%"
               f" {r['ingot_call']:>5.1f}us {r['floor_graph']:>4.1f}us | {r['cudnn_graph']:>6.2f}us"
               f" {r['cudnn_bw']*100:>5.1f}% | {r['flash_graph']:>6.2f}us {r['flash_bw']*100:>5.1f}% |"
-              f" {r['speedup']:>6.2f}x", flush=True)
+              f" {r['speedup']:>6.2f}x ({r['speedup_lo']:.3f}-{r['speedup_hi']:.3f})", flush=True)
 
     judged = targets.markdown(targets.evaluate(rows))
     print("\nIssue 5's targets on this run:\n" + judged, flush=True)
@@ -219,13 +244,14 @@ def main():
     with open(os.path.join(a.out, "decode.md"), "w") as f:
         f.write(f"copy ceiling {ceiling / 1e9:.0f} GB/s (read + write), GPU time by CUDA-graph replay; "
                 "per call = CUDA events around each call; floor = the same plan with valid length 0\n\n")
-        f.write("| B | Hq/Hkv | L | splits | ingot | % ceiling | per call | floor | cuDNN | % | flash | % | best peer / ingot |\n")
-        f.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+        f.write(f"| B | Hq/Hkv | L | splits | ingot | % ceiling | per call | floor | cuDNN | % | flash | % | "
+                f"best peer / ingot | range over {a.rounds} rounds |\n")
+        f.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
         for r in rows:
             f.write(f"| {r['B']} | {r['Hq']}/{r['Hkv']} | {r['L']} | {r['splits']} | {r['ingot_graph']:.2f} us | "
                     f"{r['ingot_bw']*100:.1f}% | {r['ingot_call']:.1f} us | {r['floor_graph']:.2f} us | "
                     f"{r['cudnn_graph']:.2f} us | {r['cudnn_bw']*100:.1f}% | {r['flash_graph']:.2f} us | "
-                    f"{r['flash_bw']*100:.1f}% | {r['speedup']:.2f}x |\n")
+                    f"{r['flash_bw']*100:.1f}% | {r['speedup']:.2f}x | {r['speedup_lo']:.3f}-{r['speedup_hi']:.3f} |\n")
         f.write("\n" + judged)
     try:
         import matplotlib

@@ -350,7 +350,7 @@ def layouts(pack, exp_pack, shapes, reps=30):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     kdp = json.load(open(os.path.join(exp_pack, "experiments.kdp.json")))
     kerns = [Kernel(exp_pack, kd) for kd in kdp["kernelDescriptors"]
-             if "_contig_" in kd["name"] and kd["name"].endswith(tuple(suffixes))]
+             if "_contig_" in kd["name"] and kd["name"].endswith(("w4t16_tc", "w2t16_tcs2"))]
     for (B, hq, hkv, L) in shapes:
         nbuf, qs, kt, vt, o, kv_bytes = buffer_sets(B, hq, hkv, L)
         kh = [k.transpose(1, 2).contiguous() for k in kt]  # [B, Hkv, L, D]

@@ -3,7 +3,9 @@ one command also says which hold. Pure Python (no torch, no GPU): tested on the
 build machine by tests/bench/test_targets.py.
 
 A row is a dict with B, Hq, Hkv, L, ingot_graph (us), ingot_bw (fraction of the
-copy ceiling), floor_graph (us) and best_peer (us; NaN when no peer ran)."""
+copy ceiling), floor_graph (us) and best_peer (us; NaN when no peer ran);
+optionally speedup_lo and speedup_hi, the best-peer / ingot ratio's range over
+the run's rounds, shown beside the median ratio the judgement uses."""
 
 import math
 
@@ -26,7 +28,11 @@ def _faster(r):
     peer = r.get("best_peer", float("nan"))
     if not isinstance(peer, (int, float)) or math.isnan(peer):
         return "no peer ran", False
-    return f"{peer / r['ingot_graph']:.2f}x", peer > r["ingot_graph"]
+    text = f"{peer / r['ingot_graph']:.2f}x"
+    lo, hi = r.get("speedup_lo", float("nan")), r.get("speedup_hi", float("nan"))
+    if not (math.isnan(lo) or math.isnan(hi)):
+        text += f" (rounds {lo:.3f}-{hi:.3f})"
+    return text, peer > r["ingot_graph"]
 
 
 def evaluate(rows):

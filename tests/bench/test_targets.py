@@ -42,6 +42,16 @@ class TargetsTest(unittest.TestCase):
         self.assertEqual(self.judged(rows)["B=1: faster than the best SDPA backend at L=1048576"],
                          ("1.00x", False))
 
+    def test_the_rounds_range_is_shown_beside_the_median_judgement(self):
+        rows = passing_rows()
+        rows[5]["best_peer"] = rows[5]["ingot_graph"] * 1.002
+        rows[5]["speedup_lo"], rows[5]["speedup_hi"] = 0.9981, 1.0064
+        self.assertEqual(self.judged(rows)["B=1: faster than the best SDPA backend at L=1048576"],
+                         ("1.00x (rounds 0.998-1.006)", True))
+        rows[5]["speedup_lo"] = float("nan")  # no rounds: the median alone
+        self.assertEqual(self.judged(rows)["B=1: faster than the best SDPA backend at L=1048576"],
+                         ("1.00x", True))
+
     def test_no_peer_is_not_a_win(self):
         rows = passing_rows()
         rows[6]["best_peer"] = float("nan")
