@@ -11,5 +11,5 @@ ncu --clock-control none --kernel-name regex:"_(split|merge)$" --launch-skip 2 -
     --metrics dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,smsp__inst_executed.sum,smsp__cycles_active.avg \
     python3 bench/ncu_probe.py $L > $out/ncu_$L.txt 2>&1
 echo "ncu rc=$? -> $out/ncu_$L.txt"
-cuobjdump -sass build/packs/attention_decode/code/sm_90/attention_decode_bf16_d128_g4_sq1_contig_w4t16.sm_90.cubin > $out/seed_sass.txt 2>&1
+cuobjdump -sass build/packs/attention_decode/code/sm_90/attention_decode_bf16_d128_g4_sq1_contig_w4t16_tc.sm_90.cubin > $out/seed_sass.txt 2>&1
 echo "sass: $(grep -c '/\*[0-9a-f]*\*/' $out/seed_sass.txt) instructions"
