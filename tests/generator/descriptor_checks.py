@@ -62,6 +62,16 @@ def signature_errors(udd):
     return out
 
 
+def code_object_state(pack_dir, obj):
+    """'missing', 'changed' (its bytes do not hash to obj['sha256']) or 'ok' for a
+    packaged code object entry {path, sha256, ...} of the pack in pack_dir."""
+    path = os.path.join(pack_dir, obj["path"])
+    if not os.path.isfile(path):
+        return "missing"
+    with open(path, "rb") as f:
+        return "ok" if hashlib.sha256(f.read()).hexdigest() == obj["sha256"] else "changed"
+
+
 def reference_errors(docs, rendered=None, pack_dir=None):
     """docs: {file name: descriptor} of one pack folder. rendered: the set of
     files generated beside it (relative to generated/<pack>/), to check an
@@ -155,14 +165,11 @@ def reference_errors(docs, rendered=None, pack_dir=None):
                 if sorted(obj["resources"]) != sorted(src["symbols"]):
                     out.append(f"{where}: {arch} resources for {sorted(obj['resources'])}, "
                                f"entry points are {sorted(src['symbols'])}")
-                if pack_dir is not None:
-                    p = os.path.join(pack_dir, obj["path"])
-                    if not os.path.isfile(p):
-                        out.append(f"{where}: {arch} code object {obj['path']} does not exist")
-                        continue
-                    with open(p, "rb") as f:
-                        if hashlib.sha256(f.read()).hexdigest() != obj["sha256"]:
-                            out.append(f"{where}: {arch} code object {obj['path']} does not hash to its sha256")
+                state = code_object_state(pack_dir, obj) if pack_dir is not None else "ok"
+                if state == "missing":
+                    out.append(f"{where}: {arch} code object {obj['path']} does not exist")
+                elif state == "changed":
+                    out.append(f"{where}: {arch} code object {obj['path']} does not hash to its sha256")
     for name, doc in sorted(docs.items()):
         if descriptor_kind(name) == "umd":
             if doc["scope"] == "kernel" and used_umds.count(doc["id"]) != 1:
