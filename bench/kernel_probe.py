@@ -227,15 +227,22 @@ def bench_seed(pack, kdps, Ls, name="attention_decode_bf16_d128_g4_sq1_contig_w4
     return rows
 
 
+def check_experiment(kern, B, cap, causal, splits=None):
+    """One reference check of an experiment kernel (8/2 heads, Sq 1, LSE, poisoned
+    tail; paged when the kernel is), printed as one line."""
+    paged = kern.meta["kv_layout"] == "paged"
+    ok, err, lerr, s = check(kern, B, 8, 2, 1, cap, causal, paged, 16, True, True, splits)
+    print(f"{'ok ' if ok else 'FAIL'} {kern.name:52} B={B} cap={cap} causal={causal:d} splits={s} "
+          f"max_err={err:.5f} lse_err={lerr:.2e}", flush=True)
+    return ok
+
+
 def bench_experiments(pack, Ls=(4096, 16384, 65536, 262144, 1048576), B=1, hq=8, hkv=2, check_first=True):
     kdp = json.load(open(os.path.join(pack, "experiments.kdp.json")))
     kerns = [Kernel(pack, kd) for kd in kdp["kernelDescriptors"]]
     for kern in (kerns if check_first else []):
-        paged = kern.meta["kv_layout"] == "paged"
         for (Bc, cap, causal, splits) in ((2, 1024, True, None), (3, 4096, False, 1), (1, 65536, True, None)):
-            ok, err, lerr, s = check(kern, Bc, 8, 2, 1, cap, causal, paged, 16, True, True, splits)
-            print(f"{'ok ' if ok else 'FAIL'} {kern.name:52} B={Bc} cap={cap} causal={causal:d} splits={s} "
-                  f"max_err={err:.5f} lse_err={lerr:.2e}", flush=True)
+            check_experiment(kern, Bc, cap, causal, splits)
     kerns = [k for k in kerns if k.meta["kv_layout"] == "contiguous"]  # timed on contiguous caches
     for L in Ls:
         nbuf, qs, ks, vs, o, kv_bytes = buffer_sets(B, hq, hkv, L)
@@ -389,9 +396,7 @@ def sweep(exp_pack, spec, reps=30, suffixes=("w4t16_tc", "w2t16_tcs2")):
              if "_contig_" in kd["name"] and kd["name"].endswith(tuple(suffixes))]
     for kern in kerns:  # checked before any is timed (once per process)
         if kern.name not in _swept:
-            ok, err, lerr, s = check(kern, 2, 8, 2, 1, 4096, True, False, 16, True, True, None)
-            print(f"{'ok ' if ok else 'FAIL'} {kern.name} B=2 cap=4096 causal splits={s} max_err={err:.5f} "
-                  f"lse_err={lerr:.2e}", flush=True)
+            check_experiment(kern, 2, 4096, True)
             _swept.add(kern.name)
     nbuf, qs, ks, vs, o, kv_bytes = buffer_sets(B, hq, hkv, L)
     lens = torch.full((B,), L, device="cuda", dtype=torch.int32)
