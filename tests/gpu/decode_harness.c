@@ -688,8 +688,8 @@ const dh_kernel *dh_find_kernel(const dh_kernel *ks, int n, int paged, int min_s
   for (int i = 0; i < n; ++i) {
     const dh_kernel *k = &ks[i];
     if (!k->has_arch || k->paged != paged || k->max_sq < min_sq) continue;
-    const int score = 16 * (k->capacity[0] <= 64) + 8 * (k->dtype == INGOT_DTYPE_BF16) + 4 * (k->head_dim == 128) +
-                      2 * (k->group == 4) + (k->lse == want_lse);
+    const int score = 16 * (k->capacity[0] <= 64) + 8 * (k->dtype == INGOT_DTYPE_BF16) +
+                      4 * (k->head_dim == 128) + 2 * (k->group == 4) + (k->lse == want_lse);
     if (score > best_score) best = k, best_score = score;
   }
   return best;

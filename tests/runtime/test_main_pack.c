@@ -16,34 +16,6 @@
 
 static const int kHeads[][2] = {{8, 8}, {8, 2}, {32, 8}, {64, 8}};
 
-static ingot_attention_graph random_graph(ingot_dtype dt, int hq, int hkv, int d, int sq, int b,
-                                          int64_t capacity, int paged, int page, int causal, int lse) {
-  ingot_attention_graph g;
-  memset(&g, 0, sizeof g);
-  const int64_t q[4] = {b, hq, sq, d}, l[3] = {b, hq, sq}, lens[1] = {b};
-  set_tensor(&g.q, dt, 4, q);
-  set_tensor(&g.o, dt, 4, q);
-  if (paged) {
-    const int64_t pages = (capacity + page - 1) / page;
-    const int64_t kv[4] = {b * pages, page, hkv, d}, pt[2] = {b, pages};
-    set_tensor(&g.k, dt, 4, kv);
-    set_tensor(&g.v, dt, 4, kv);
-    set_tensor(&g.page_table, INGOT_DTYPE_INT32, 2, pt);
-  } else {
-    const int64_t kv[4] = {b, capacity, hkv, d};
-    set_tensor(&g.k, dt, 4, kv);
-    set_tensor(&g.v, dt, 4, kv);
-  }
-  if (lse) set_tensor(&g.lse, INGOT_DTYPE_FP32, 3, l);
-  set_tensor(&g.seq_lens, INGOT_DTYPE_INT32, 1, lens);
-  g.kv_layout = paged ? INGOT_KV_PAGED : INGOT_KV_CONTIGUOUS;
-  g.capacity = capacity;
-  g.mask = causal ? INGOT_MASK_CAUSAL : INGOT_MASK_NONE;
-  g.mask_align = INGOT_ALIGN_BOTTOM_RIGHT;
-  g.scale = 0.125f;
-  return g;
-}
-
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s PACKDIR\n", argv[0]);
@@ -69,7 +41,7 @@ int main(int argc, char **argv) {
       const int64_t capacity = rnd_range(64, i % 10 == 0 ? 1048576 : 65536);
       const int paged = (int)(rnd() & 1), page = 16 << rnd_range(0, 3);
       const int causal = (int)(rnd() & 1), lse = (int)(rnd() & 1);
-      ingot_attention_graph g = random_graph(dt, h[0], h[1], d, sq, b, capacity, paged, page, causal, lse);
+      ingot_attention_graph g = shaped_graph(dt, h[0], h[1], d, sq, b, capacity, paged, page, causal, lse);
       ingot_plan *plan = NULL;
       ingot_status s = ingot_plan_create(ctx, &g, &plan);
       CHECK_STATUS(s, INGOT_OK);
@@ -99,10 +71,10 @@ int main(int argc, char **argv) {
     }
     /* Outside the admitted space: head dim 96, Hq 24 / Hkv 8 (group 3), Sq 5, capacity 63. */
     const ingot_attention_graph bad[] = {
-        random_graph(INGOT_DTYPE_BF16, 8, 2, 96, 1, 1, 4096, 0, 16, 0, 0),
-        random_graph(INGOT_DTYPE_BF16, 24, 8, 128, 1, 1, 4096, 0, 16, 0, 0),
-        random_graph(INGOT_DTYPE_BF16, 8, 2, 128, 5, 1, 4096, 0, 16, 1, 0),
-        random_graph(INGOT_DTYPE_BF16, 8, 2, 128, 1, 1, 63, 0, 16, 0, 0)};
+        shaped_graph(INGOT_DTYPE_BF16, 8, 2, 96, 1, 1, 4096, 0, 16, 0, 0),
+        shaped_graph(INGOT_DTYPE_BF16, 24, 8, 128, 1, 1, 4096, 0, 16, 0, 0),
+        shaped_graph(INGOT_DTYPE_BF16, 8, 2, 128, 5, 1, 4096, 0, 16, 1, 0),
+        shaped_graph(INGOT_DTYPE_BF16, 8, 2, 128, 1, 1, 63, 0, 16, 0, 0)};
     const char *why[] = {"head_dim = 96", "heads = [24,8]", "seq_q = 5", "capacity = 63"};
     for (int i = 0; i < 4; ++i) {
       ingot_plan *plan = NULL;

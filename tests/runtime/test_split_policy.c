@@ -14,21 +14,14 @@
 
 static const ingot_ad_kernel_meta k_seed = {INGOT_DTYPE_BF16, 128, 4, 1, 4, 4, 16, 256, 0, 0};
 
-static int splits_for(const ingot_dispatch_entry *e, int64_t B, int64_t Hq, int64_t Hkv, int64_t cap,
+static int splits_for(const ingot_dispatch_entry *e, int B, int Hq, int Hkv, int64_t cap,
                       const ingot_device_caps *caps) {
-  ingot_attention_graph g = seed_graph(cap, INGOT_MASK_NONE);
-  const int64_t q[4] = {B, Hq, 1, 128}, kv[4] = {B, cap, Hkv, 128}, lens[1] = {B};
-  set_tensor(&g.q, INGOT_DTYPE_BF16, 4, q);
-  set_tensor(&g.o, INGOT_DTYPE_BF16, 4, q);
-  set_tensor(&g.k, INGOT_DTYPE_BF16, 4, kv);
-  set_tensor(&g.v, INGOT_DTYPE_BF16, 4, kv);
-  set_tensor(&g.seq_lens, INGOT_DTYPE_INT32, 1, lens);
+  ingot_attention_graph g = shaped_graph(INGOT_DTYPE_BF16, Hq, Hkv, 128, 1, B, cap, 0, 0, 0, 0);
   ingot_dispatch_plan p;
   char err[256] = "";
   const ingot_status s = e->plan(&k_seed, &g, caps, &p, err, sizeof err);
   if (s != INGOT_OK) {
-    fprintf(stderr, "B %lld %lld/%lld capacity %lld: %s\n", (long long)B, (long long)Hq, (long long)Hkv,
-            (long long)cap, err);
+    fprintf(stderr, "B %d %d/%d capacity %lld: %s\n", B, Hq, Hkv, (long long)cap, err);
     CHECK_STATUS(s, INGOT_OK);
     return -1;
   }
@@ -45,16 +38,15 @@ int main(void) {
   const ingot_device_caps h200 = {32, 132, 232448, 2};
 
   /* bench/decode.py's points: B, Hq, Hkv, L = capacity, the count measured */
-  static const int64_t bench[][5] = {
+  static const int bench[][5] = {
       {1, 8, 2, 1024, 16},     {1, 8, 2, 4096, 64},      {1, 8, 2, 16384, 132}, {1, 8, 2, 65536, 132},
       {1, 8, 2, 262144, 132},  {1, 8, 2, 1048576, 256},  {16, 32, 8, 8192, 2},  {64, 32, 8, 8192, 1},
   };
   for (size_t i = 0; i < sizeof bench / sizeof bench[0]; ++i) {
-    const int64_t *c = bench[i];
+    const int *c = bench[i];
     const int got = splits_for(e, c[0], c[1], c[2], c[3], &h200);
     if (got != c[4])
-      fprintf(stderr, "B %lld %lld/%lld L %lld: %d segments, expected %lld\n", (long long)c[0],
-              (long long)c[1], (long long)c[2], (long long)c[3], got, (long long)c[4]);
+      fprintf(stderr, "B %d %d/%d L %d: %d segments, expected %d\n", c[0], c[1], c[2], c[3], got, c[4]);
     CHECK(got == c[4]);
   }
 
@@ -70,12 +62,12 @@ int main(void) {
    * each, unless the last round would hold fewer workgroups than keep DRAM
    * busy (60% of 264: 158). */
   for (int i = 0; i < 2000; ++i) {
-    const int64_t hkv = rnd_range(1, 8), B = rnd_range((264 + hkv - 1) / hkv, 512 / hkv), cap = rnd_range(64, 1 << 20);
+    const int hkv = (int)rnd_range(1, 8), B = (int)rnd_range((264 + hkv - 1) / hkv, 512 / hkv);
+    const int64_t cap = rnd_range(64, 1 << 20);
     const int s = splits_for(e, B, 4 * hkv, hkv, cap, &h200);
-    const int64_t last = B * hkv % 264;
+    const int last = B * hkv % 264;
     if (s > 1 && (last == 0 || last >= 158)) {
-      fprintf(stderr, "B %lld Hkv %lld L %lld: %d segments for a full last round\n", (long long)B,
-              (long long)hkv, (long long)cap, s);
+      fprintf(stderr, "B %d Hkv %d L %lld: %d segments for a full last round\n", B, hkv, (long long)cap, s);
       CHECK(0);
     }
   }

@@ -107,6 +107,36 @@ static inline ingot_attention_graph seed_graph(int64_t capacity, ingot_mask mask
   return g;
 }
 
+/* A decode graph of this shape: contiguous KV [b, capacity, hkv, d], or paged
+ * ([b * pages, page, hkv, d] and an int32 page table) when paged; LSE when lse. */
+static inline ingot_attention_graph shaped_graph(ingot_dtype dt, int hq, int hkv, int d, int sq, int b,
+                                                 int64_t capacity, int paged, int page, int causal, int lse) {
+  ingot_attention_graph g;
+  memset(&g, 0, sizeof g);
+  const int64_t q[4] = {b, hq, sq, d}, l[3] = {b, hq, sq}, lens[1] = {b};
+  set_tensor(&g.q, dt, 4, q);
+  set_tensor(&g.o, dt, 4, q);
+  if (paged) {
+    const int64_t pages = (capacity + page - 1) / page;
+    const int64_t kv[4] = {b * pages, page, hkv, d}, pt[2] = {b, pages};
+    set_tensor(&g.k, dt, 4, kv);
+    set_tensor(&g.v, dt, 4, kv);
+    set_tensor(&g.page_table, INGOT_DTYPE_INT32, 2, pt);
+  } else {
+    const int64_t kv[4] = {b, capacity, hkv, d};
+    set_tensor(&g.k, dt, 4, kv);
+    set_tensor(&g.v, dt, 4, kv);
+  }
+  if (lse) set_tensor(&g.lse, INGOT_DTYPE_FP32, 3, l);
+  set_tensor(&g.seq_lens, INGOT_DTYPE_INT32, 1, lens);
+  g.kv_layout = paged ? INGOT_KV_PAGED : INGOT_KV_CONTIGUOUS;
+  g.capacity = capacity;
+  g.mask = causal ? INGOT_MASK_CAUSAL : INGOT_MASK_NONE;
+  g.mask_align = INGOT_ALIGN_BOTTOM_RIGHT;
+  g.scale = 0.125f;
+  return g;
+}
+
 /* Sets the KV capacity of a contiguous graph (k, v dims[1] and strides). */
 static inline void set_capacity(ingot_attention_graph *g, int64_t capacity) {
   const int64_t kv[4] = {g->k.dims[0], capacity, g->k.dims[2], g->k.dims[3]};
