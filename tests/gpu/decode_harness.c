@@ -415,9 +415,12 @@ fail:
   return -1;
 }
 
+/* NaN over O, LSE and the workspace before every execute: no execute may
+ * lean on what an earlier one left in the workspace. */
 int dh_poison_outputs(dh_case *c) {
   if (gpu_memset8(c->d_o, 0xFF, c->n_q * 2) != 0 ||
-      (c->dlse != NULL && gpu_memset8(c->dlse, 0xFF, c->n_lse * 4) != 0)) {
+      (c->dlse != NULL && gpu_memset8(c->dlse, 0xFF, c->n_lse * 4) != 0) ||
+      (c->ws_size > 0 && gpu_memset8(c->dws, 0xFF, c->ws_size) != 0)) {
     fprintf(stderr, "FAIL: poisoning outputs: %s\n", gpu_mem_error());
     return -1;
   }

@@ -119,10 +119,10 @@ void dh_case_destroy(dh_case *c);
  * written for the positions that become valid, poison over those that stop
  * being valid, and only the changed tokens are uploaded). 0 or -1. */
 int dh_set_lengths(dh_case *c, const int32_t *lens);
-/* Poisons O and LSE, executes on stream, waits for it. 0 or -1 (message printed). */
+/* Poisons O, LSE and the workspace, executes on stream, waits for it. 0 or -1 (message printed). */
 int dh_execute(dh_case *c, void *stream);
-/* The parts of dh_execute: fill O and LSE with NaN (0xFF bytes) and wait; the
- * buffers of the case as the API takes them. */
+/* The parts of dh_execute: fill O, LSE and the workspace with NaN (0xFF bytes)
+ * and wait; the buffers of the case as the API takes them. */
 int dh_poison_outputs(dh_case *c);
 ingot_attention_buffers dh_buffers(const dh_case *c);
 /* Downloads O (and LSE), compares with the reference; adds to st. Returns the
