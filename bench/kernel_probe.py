@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 
 import cupy as cp
@@ -18,6 +19,24 @@ import numpy as np
 import torch
 
 DT = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _limits():
+    """The constants the kernels and their planning share (templates/ingot_attention_decode_limits.h)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "templates",
+                        "ingot_attention_decode_limits.h")
+    with open(path, encoding="utf-8") as f:
+        return {m[0]: int(m[1]) for m in re.findall(r"#define (INGOT_AD_\w+) (\d+)\n", f.read())}
+
+
+LIMITS = _limits()
+
+
+def probe_workspace(B, hkv, splits, rows_total=4, D=128):
+    """A workspace in the kernels' layout (workspace_block): per (sequence, KV head)
+    the lse partials, padded to 4 floats, then the O partials."""
+    per = (rows_total * splits + 3) // 4 * 4 + rows_total * splits * D
+    return torch.empty(B * hkv * per, dtype=torch.float32, device="cuda")
 
 
 def plan_splits(meta, B, hkv, capacity, cus=132, ctas_per_cu=2, min_tiles=1, wave=32):
@@ -51,8 +70,7 @@ class Kernel:
             s = splits
         rows_total = m["group"] * m["max_sq"]
         if ws is None and s > 1:
-            ws = torch.empty(B * hkv * ((rows_total * s + 3) // 4 * 4 + rows_total * s * D),
-                             dtype=torch.float32, device="cuda")
+            ws = probe_workspace(B, hkv, s, rows_total, D)
         i64, i32 = np.int64, np.int32
         ks, vs, qs, os_ = k.stride(), v.stride(), q.stride(), o.stride()
         pt_stride = ptable.stride(0) if ptable is not None else 0
@@ -70,9 +88,11 @@ class Kernel:
         with st:
             self.split((s * rb * hkv, 1, B), (threads,), args)
             if s > 1 and merge:
-                # the merge's two modes (templates/ingot_attention_decode_limits.h); 128 threads
-                mx = -(-rows_total * (D // 4) // 128) if s <= 16 else rows_total * (D // 32)
-                self.merge((mx, hkv, B), (128,), args)
+                # the merge's two modes, as the dispatch stub plans them
+                mt = LIMITS["INGOT_AD_MERGE_WAVES"] * 32
+                mx = (-(-rows_total * (D // 4) // mt) if s <= LIMITS["INGOT_AD_COMPACT_MERGE_SPLITS"]
+                      else rows_total * (D // 32))
+                self.merge((mx, hkv, B), (mt,), args)
         return s
 
 
@@ -185,7 +205,7 @@ def bench_seed(pack, kdps, Ls, name="attention_decode_bf16_d128_g4_sq1_contig_w4
         nbuf, qs, ks, vs, o, kv_bytes = buffer_sets(1, 8, 2, L)
         lens = torch.full((1,), L, device="cuda", dtype=torch.int32)
         s, _ = plan_splits(kern.meta, 1, 2, L)
-        ws = torch.empty(2 * (4 * 264 + 4 * 264 * 128) + 16, device="cuda")
+        ws = probe_workspace(1, 2, 264)
 
         def run_ingot_with(splits):
             def f(i):
@@ -252,7 +272,7 @@ def bench_experiments(pack, Ls=(4096, 16384, 65536, 262144, 1048576), B=1, hq=8,
             best = None
             tile = kern.meta["waves"] * kern.meta["tokens_per_wave"]
             cands = {1} | {max(1, min(-(-tot // (B * hkv)), -(-L // tile), 256)) for tot in (128, 264, 396, 528)}
-            ws = torch.empty(B * hkv * (4 * max(cands) + 4 + 4 * max(cands) * 128), device="cuda")
+            ws = probe_workspace(B, hkv, max(cands))
             for s in sorted(cands):
                 t = time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0,
                                                   ws=ws, splits=s), nbuf)
@@ -315,7 +335,7 @@ def floor_parts(pack, kname, L=16384, calls=20):
     kdp = json.load(open(os.path.join(pack, "attention_decode.kdp.json")))
     kern = Kernel(pack, next(k for k in kdp["kernelDescriptors"] if k["name"] == kname))
     nbuf, qs, ks, vs, o, _ = buffer_sets(1, 8, 2, L, nbuf=16)
-    ws = torch.empty(2 * (4 * 264 + 4 * 264 * 128) + 16, device="cuda")
+    ws = probe_workspace(1, 2, 264)
     full = torch.full((1,), L, device="cuda", dtype=torch.int32)
     zero = torch.zeros(1, device="cuda", dtype=torch.int32)
     for s in (1, 16, 33, 66, 132, 264):
@@ -336,7 +356,7 @@ def compare_packs(pack, other, kname, Ls, reps=30):
     kerns = (("this", Kernel(pack, kd(pack))), ("other", Kernel(other, kd(other))))
     for L in Ls:
         nbuf, qs, ks, vs, o, kv_bytes = buffer_sets(1, 8, 2, L)
-        ws = torch.empty(2 * (4 * 264 + 4 * 264 * 128) + 16, device="cuda")
+        ws = probe_workspace(1, 2, 264)
         out = []
         for n in (L, L // 2 + 1, 0):
             lens = torch.full((1,), n, device="cuda", dtype=torch.int32)
@@ -367,7 +387,7 @@ def layouts(pack, exp_pack, shapes, reps=30):
         for kern in kerns:
             tile = kern.meta["waves"] * kern.meta["tokens_per_wave"]
             cands = sorted({1} | {max(1, min(-(-tot // (B * hkv)), -(-L // tile), 256)) for tot in (128, 264, 396, 528)})
-            ws = torch.empty(B * hkv * (4 * max(cands) + 4 + 4 * max(cands) * 128), device="cuda")
+            ws = probe_workspace(B, hkv, max(cands))
             for lname, ks, vs in (("token-major", kt, vt), ("head-major", [k.transpose(1, 2) for k in kh],
                                                             [v.transpose(1, 2) for v in vh])):
                 best = min((time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0,
@@ -400,7 +420,7 @@ def sweep(exp_pack, spec, reps=30, suffixes=("w4t16_tc", "w2t16_tcs2")):
             _swept.add(kern.name)
     nbuf, qs, ks, vs, o, kv_bytes = buffer_sets(B, hq, hkv, L)
     lens = torch.full((B,), L, device="cuda", dtype=torch.int32)
-    ws = torch.empty(B * hkv * (4 * max(splits) + 4 + 4 * max(splits) * 128), device="cuda")
+    ws = probe_workspace(B, hkv, max(splits))
     for kern in kerns:
         ts = [f"s{sp}={time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0, ws=ws, splits=sp), nbuf, reps):.1f}"
               for sp in splits]
