@@ -15,8 +15,9 @@
 typedef struct ingot_ad_policy {
   int ctas_per_cu;           /* resident split workgroups per CU when the device cannot say */
   int min_tiles_per_split;   /* a segment covers at least this many tiles of capacity */
-  int max_tokens_per_split;  /* longer caches get more segments, in whole waves */
+  int max_tiles_per_split;   /* longer caches get more segments, in whole waves */
   int saturating_percent;    /* this share of the resident workgroups keeps DRAM busy */
+  int saturating_cu_percent; /* ... when spread over at least this share of the CUs */
   int kernel_max_splits;     /* the kernels' own limit (kMaxSplits) */
 } ingot_ad_policy;
 
@@ -50,19 +51,40 @@ static inline int ingot_ad_mul(uint64_t a, uint64_t b, uint64_t *out) {
 
 static inline int64_t ingot_ad_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* The time model the segment count is refined with. base x splits equal
- * segments run in rounds of `resident` workgroups; a round of n workgroups
- * streams one segment (its tokens plus one tile: the first load's latency, its
- * share of the merge) in max(1, n / saturating) segment times, `saturating`
- * workgroups being enough to keep DRAM busy. So a last round of a few
- * workgroups costs a whole segment time while moving little: the tail the
- * refinement removes. In doubles (the products can pass 2^63). */
-static inline double ingot_ad_split_cost(int64_t base, int64_t splits, int64_t resident, int64_t saturating,
-                                         int64_t capacity, int64_t tile) {
+/* The merge grid in the time model's units (below): on the H200 a plan's
+ * floor is 4.3 us with it and 2.4 us without (B=16, Hq/Hkv 32/8, 8K), and one
+ * step of a saturated round about 1.1 us (docs/PERFORMANCE.md). */
+#define INGOT_AD_MERGE_STEPS 2.0
+
+/* The time model of a plan, in tile steps of one workgroup. base x splits
+ * equal segments run in rounds of `resident` workgroups; a round streams one
+ * segment (its tiles plus one: the first load's latency) in the time of the
+ * slowest of three limits, the round's n workgroups (one segment time),
+ * DRAM (`saturating` workgroups keep it busy: n / saturating segment times)
+ * and its CUs (a CU streams at most 1 / `saturating_cus` of DRAM, and one
+ * workgroup goes to each CU before any gets a second); then the merge grid, if
+ * any. A last round of a few workgroups costs a whole segment time while
+ * moving little: the tail the segment count's refinement removes. Kernels
+ * that differ only in their waves per workgroup compare in the same units: a
+ * step is one chunk per wave, and resident and saturating count this kernel's
+ * workgroups. In doubles (the products can pass 2^63). */
+static inline double ingot_ad_round_time(int64_t n, int64_t cus, int64_t saturating, int64_t saturating_cus) {
+  if (n == 0) return 0.0;
+  const int64_t busy = n < cus ? n : cus;
+  const double by_dram = (double)n / (double)saturating;
+  const double by_cus = (double)n / (double)busy * (double)saturating_cus / (double)saturating;
+  const double t = by_dram > 1.0 ? by_dram : 1.0;
+  return by_cus > t ? by_cus : t;
+}
+
+static inline double ingot_ad_split_cost(int64_t base, int64_t splits, int64_t resident, int64_t cus,
+                                         int64_t saturating, int64_t saturating_cus, int64_t capacity,
+                                         int64_t tile) {
   const int64_t n = base * splits, full = n / resident, rest = n % resident;
-  const double per_full = resident > saturating ? (double)resident / (double)saturating : 1.0;
-  const double per_rest = rest == 0 ? 0.0 : rest > saturating ? (double)rest / (double)saturating : 1.0;
-  return ((double)full * per_full + per_rest) * (double)(ingot_ad_ceil_div(capacity, splits) + tile);
+  const double rounds = (double)full * ingot_ad_round_time(resident, cus, saturating, saturating_cus) +
+                        ingot_ad_round_time(rest, cus, saturating, saturating_cus);
+  const int64_t steps = ingot_ad_ceil_div(ingot_ad_ceil_div(capacity, tile), splits) + 1;
+  return rounds * (double)steps + (splits > 1 ? INGOT_AD_MERGE_STEPS : 0.0);
 }
 
 static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot_ad_kernel_meta *m,
@@ -72,6 +94,15 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   if (!out) return ingot_ad_error(err, err_size, "plan: NULL output");
   memset(out, 0, sizeof *out);
   if (!pol || !m || !g || !caps) return ingot_ad_error(err, err_size, "plan: NULL argument");
+  if (pol->ctas_per_cu < 1 || pol->min_tiles_per_split < 1 || pol->max_tiles_per_split < 1 ||
+      pol->max_tiles_per_split > (1 << 20) || pol->saturating_percent < 1 || pol->saturating_percent > 100 ||
+      pol->saturating_cu_percent < 1 || pol->saturating_cu_percent > 100 || pol->kernel_max_splits < 1)
+    return ingot_ad_error(err, err_size,
+                          "plan: split policy out of range (ctas_per_cu %d, min_tiles_per_split %d, "
+                          "max_tiles_per_split %d, saturating_percent %d, saturating_cu_percent %d, "
+                          "kernel_max_splits %d; allowed: >= 1, max_tiles_per_split <= 2^20, percents <= 100)",
+                          pol->ctas_per_cu, pol->min_tiles_per_split, pol->max_tiles_per_split,
+                          pol->saturating_percent, pol->saturating_cu_percent, pol->kernel_max_splits);
   if (g->q.rank != 4 || g->k.rank != 4 || g->v.rank != 4 || g->o.rank != 4)
     return ingot_ad_error(err, err_size, "plan: q, k, v and o must have rank 4");
   const int64_t B = g->q.dims[0], Hq = g->q.dims[1], Sq = g->q.dims[2], D = g->q.dims[3];
@@ -116,8 +147,8 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   const int64_t tile = (int64_t)m->waves * m->tokens_per_wave;
   /* Segments come in whole waves of the device's resident workgroups: a partial
    * last wave would leave CUs idle while it runs. One wave, unless a segment
-   * would then cover more than max_tokens_per_split of the capacity; then the
-   * time model below may add segments to fill a nearly empty last round. */
+   * would then cover more than max_tiles_per_split tiles of the capacity; then
+   * the time model below may add segments to fill a nearly empty last round. */
   const int64_t cus = caps->compute_units > 0 ? caps->compute_units : 132;
   const int64_t resident = cus * (caps->blocks_per_cu > 0 ? caps->blocks_per_cu : pol->ctas_per_cu);
   /* Grids within the device limits (x < 2^31; y, z <= 65535, checked above for
@@ -128,10 +159,12 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
                           (long long)Hkv, (long long)row_blocks, (long long)rows_total, (long long)(D / 32));
   const int64_t base = B * Hkv * row_blocks; /* < 2^16 * 2^31 */
   int64_t splits = 1;
+  double out_cost = 0.0;
   if (base < resident) { /* else the sequences and heads alone fill the device */
     int64_t per_wave = resident / base;
     if (per_wave > pol->kernel_max_splits) per_wave = pol->kernel_max_splits; /* bounds the products below */
-    int64_t waves = ingot_ad_ceil_div(g->capacity, per_wave * pol->max_tokens_per_split);
+    /* per_wave <= 256 and max_tiles_per_split <= 2^20 (the config's range): no overflow */
+    int64_t waves = ingot_ad_ceil_div(ingot_ad_ceil_div(g->capacity, tile), per_wave * pol->max_tiles_per_split);
     if (waves < 1) waves = 1;
     splits = per_wave * waves;
   }
@@ -148,14 +181,18 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   {
     int64_t saturating = resident / 100 * pol->saturating_percent + resident % 100 * pol->saturating_percent / 100;
     if (saturating < 1) saturating = 1;
-    const double start = ingot_ad_split_cost(base, splits, resident, saturating, g->capacity, tile);
+    int64_t saturating_cus = cus / 100 * pol->saturating_cu_percent + cus % 100 * pol->saturating_cu_percent / 100;
+    if (saturating_cus < 1) saturating_cus = 1;
+    const double start =
+        ingot_ad_split_cost(base, splits, resident, cus, saturating, saturating_cus, g->capacity, tile);
     double best = start;
     int64_t pick = splits;
     for (int64_t s = splits + 1; s <= most; ++s) {
-      const double c = ingot_ad_split_cost(base, s, resident, saturating, g->capacity, tile);
+      const double c = ingot_ad_split_cost(base, s, resident, cus, saturating, saturating_cus, g->capacity, tile);
       if (c < best) best = c, pick = s;
     }
     if (best <= 0.9 * start) splits = pick;
+    out_cost = splits == pick ? best : start;
   }
 
   /* Workspace (templates/ingot_attention_decode.h, workspace_block): per (sequence,
@@ -176,6 +213,7 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
                                ? (uint32_t)ingot_ad_ceil_div(rows_total * (D / 4), merge_threads)
                                : (uint32_t)(rows_total * (D / 32));
   out->num_splits = (int)splits;
+  out->cost = out_cost;
   out->workspace_bytes = ws;
   out->num_launches = splits > 1 ? 2 : 1;
   /* Both launches are programmatic: a grid may be scheduled while the one before

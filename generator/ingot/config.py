@@ -9,7 +9,6 @@ from ingot.archs import ARCHS, known_archs
 from ingot.errors import ErrorSink
 from ingot.families import FAMILIES
 from ingot.families import attention_decode as ad
-from ingot.ids import kernel_id
 from ingot.schema import Context, Int, List, Map, Str, show
 
 IDENT = re.compile(r"[a-z][a-z0-9_]*")
@@ -47,7 +46,8 @@ def _schema(family):
         "knobs": (Map({k: (v, k not in ad.OPTIONAL_KNOBS, ad.OPTIONAL_KNOBS.get(k))
                        for k, v in family.knobs.items()}), True, None),
         "split": (family.split, False, {"ctas_per_cu": 2, "min_tiles_per_split": 1,
-                                             "max_tokens_per_split": 4096, "saturating_percent": 60}),
+                                             "max_tiles_per_split": 64, "saturating_percent": 60,
+                                             "saturating_cu_percent": 80}),
         "behavior_notes": (List(Str(max_len=256), min_len=0), False, []),
         "variants": (List(_variant_schema(family)), True, None),
     })
@@ -312,8 +312,8 @@ def _check_duplicates_and_shadowing(instances, variant_index, ctx):
         by_key[inst.code_key] = inst
         by_name[inst.name] = inst
     # Selection order among kernels that admit a graph: score = seq_q - max_sq
-    # (higher wins), then priority (higher wins), then name. Y shadows X when Y
-    # admits every graph X admits and wins on each of them.
+    # (higher wins), then priority (higher wins), then the least modelled time of
+    # the plans. Y shadows X when Y admits every graph X admits and outranks it.
     for x in instances:
         ax = x.admission()
         for y in instances:
@@ -330,9 +330,7 @@ def _check_duplicates_and_shadowing(instances, variant_index, ctx):
 
 
 def _wins(y, x):
-    """Does y win the selection over x on a graph both admit? (INTERNALS.md §3:
-    score = seq_q - max_sq, then priority, higher wins; then the lower id.)"""
-    ky, kx = (-y.max_sq, y.priority), (-x.max_sq, x.priority)
-    if ky != kx:
-        return ky > kx
-    return kernel_id(y) < kernel_id(x)
+    """Does y win the selection over x on every graph both admit? (INTERNALS.md §3:
+    score = seq_q - max_sq, then priority, higher wins. Between kernels of one
+    rank the plan's modelled time decides graph by graph, so neither always wins.)"""
+    return (-y.max_sq, y.priority) > (-x.max_sq, x.priority)

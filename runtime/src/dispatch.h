@@ -67,6 +67,10 @@ typedef struct ingot_dispatch_plan {
   int64_t page_table_stride;
   int32_t capacity, page_size, sq, num_kv_heads, flags;
   float scale;
+  /* The plan's modelled time, >= 0, in the stub's own units: the runtime plans
+   * every kernel of the best rank and keeps the least (0 for all: no model, the
+   * first in tie order). Comparable between the kernels of one family. */
+  double cost;
 } ingot_dispatch_plan;
 
 typedef ingot_status (*ingot_dispatch_plan_fn)(const ingot_ad_kernel_meta *meta,

@@ -154,10 +154,13 @@ const char *ingot_graph_field_names(void); /* "dtype, kv_dtype, ..." for message
 int ingot_constraint_check(json_t *c, char *err, size_t err_size);
 /* Evaluates one constraint; on failure writes "field = value, allowed op operand". */
 int ingot_constraint_holds(json_t *c, const ingot_attention_graph *g, ingot_strbuf *why);
-/* Selects a kernel per docs/INTERNALS.md section 3; NULL when none, report holds
- * one line per declined pack or kernel. */
-const ingot_kernel *ingot_select_kernel(const ingot_context *ctx, const ingot_attention_graph *g,
-                                        ingot_strbuf *report);
+/* The kernels that admit g and share the best rank (docs/INTERNALS.md section 3:
+ * score, then priority), fewer waves per workgroup first, then the lower id;
+ * the plan takes the one its dispatch stub models fastest. Returns their count
+ * and *out (the caller frees it); 0 when none admits (report then holds one
+ * line per declined pack or kernel), -1 when out of memory. */
+int ingot_select_kernels(const ingot_context *ctx, const ingot_attention_graph *g, ingot_strbuf *report,
+                         const ingot_kernel ***out);
 
 /* ---- plans --------------------------------------------------------------- */
 struct ingot_plan {

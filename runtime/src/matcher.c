@@ -1,6 +1,7 @@
 /* matcher.c: UMD constraints as data. A constraint is
  * {"field": F, "op": eq|in|range|multiple_of|power_of_two, operands...};
  * F is one of the derived graph fields (graph.c). Nothing here knows a shape. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -202,17 +203,27 @@ static const ingot_code_object *object_for(const ingot_kernel *k, const char *ar
   return NULL;
 }
 
-/* Is a better than b? score (tightest max_sq), then priority, then the smaller id. */
-static int better(const ingot_kernel *a, const ingot_kernel *b, int64_t seq_q) {
+/* Rank of a kernel for a graph (docs/INTERNALS.md section 3): score (the
+ * tightest max_sq), then priority; higher ranks first. */
+static int rank_cmp(const ingot_kernel *a, const ingot_kernel *b, int64_t seq_q) {
   int64_t sa = -((int64_t)a->meta.max_sq - seq_q), sb = -((int64_t)b->meta.max_sq - seq_q);
-  if (sa != sb) return sa > sb;
-  if (a->priority != b->priority) return a->priority > b->priority;
-  return strcmp(a->id, b->id) < 0;
+  if (sa != sb) return sa > sb ? 1 : -1;
+  if (a->priority != b->priority) return a->priority > b->priority ? 1 : -1;
+  return 0;
 }
 
-const ingot_kernel *ingot_select_kernel(const ingot_context *ctx, const ingot_attention_graph *g,
-                                        ingot_strbuf *report) {
-  const ingot_kernel *best = NULL;
+/* Order among kernels of one rank: fewer waves per workgroup, then the lower id. */
+static int tie_order(const void *pa, const void *pb) {
+  const ingot_kernel *a = *(const ingot_kernel *const *)pa, *b = *(const ingot_kernel *const *)pb;
+  if (a->meta.waves != b->meta.waves) return a->meta.waves < b->meta.waves ? -1 : 1;
+  return strcmp(a->id, b->id);
+}
+
+int ingot_select_kernels(const ingot_context *ctx, const ingot_attention_graph *g, ingot_strbuf *report,
+                         const ingot_kernel ***out) {
+  *out = NULL;
+  const ingot_kernel **list = NULL;
+  size_t n = 0, cap = 0;
   for (size_t p = 0; p < ctx->num_packs; ++p) {
     const ingot_pack *pack = ctx->packs[p];
     ingot_strbuf why = {0};
@@ -239,9 +250,28 @@ const ingot_kernel *ingot_select_kernel(const ingot_context *ctx, const ingot_at
         continue;
       }
       ingot_strbuf_free(&kwhy);
-      if (best == NULL || better(k, best, g->q.dims[2])) best = k;
+      /* Keep only the best rank seen so far. */
+      const int c = n ? rank_cmp(k, list[0], g->q.dims[2]) : 1;
+      if (c < 0) continue;
+      if (c > 0 && n) n = 0;
+      if (n == cap) {
+        const size_t grown = cap ? 2 * cap : 8;
+        const ingot_kernel **more = realloc(list, grown * sizeof *list);
+        if (more == NULL) {
+          free(list);
+          return -1;
+        }
+        list = more, cap = grown;
+      }
+      list[n++] = k;
     }
   }
   if (ctx->num_packs == 0) ingot_strbuf_appendf(report, "no pack is open on this context\n");
-  return best;
+  if (n == 0) {
+    free(list);
+    return 0;
+  }
+  qsort(list, n, sizeof *list, tie_order);
+  *out = list;
+  return (int)n;
 }

@@ -47,6 +47,48 @@ int ingot_blocks_per_cu(const char *arch, const ingot_code_object *obj, int wave
   return blocks > 0 ? blocks : 0;
 }
 
+/* Plans one kernel for arch: the device's properties, the dispatch stub's plan
+ * and its sanity. err gets the problem. */
+static ingot_status plan_kernel(const ingot_context *ctx, const char *arch, ingot_plan *plan, char *err,
+                                size_t n) {
+  const ingot_kernel *k = plan->kernel;
+  const ingot_attention_graph *graph = &plan->graph;
+  ingot_device_caps caps;
+  caps.wave_size = ctx->wave_size > 0 ? ctx->wave_size : ingot_arch_wave_size(arch);
+  caps.compute_units = ctx->compute_units > 0 ? ctx->compute_units : INGOT_HOST_COMPUTE_UNITS;
+  caps.max_lds_bytes = ingot_arch_max_lds(arch);
+  caps.blocks_per_cu = 0;
+  for (size_t i = 0; i < k->num_objects; ++i)
+    if (strcmp(k->objects[i].arch, arch) == 0)
+      caps.blocks_per_cu = ingot_blocks_per_cu(arch, &k->objects[i], k->meta.waves, caps.wave_size);
+  if (caps.wave_size <= 0) {
+    ingot_format(err, n, "kernel %s: arch \"%s\" has no known wave size (allowed: sm_*, gfx*)", k->name, arch);
+    return INGOT_INVALID_ARGUMENT;
+  }
+  plan->caps = caps;
+  char msg[384] = "";
+  ingot_status s = k->pack->dispatch->plan(&k->meta, graph, &caps, &plan->dispatch, msg, sizeof msg);
+  if (s != INGOT_OK) {
+    ingot_format(err, n, "kernel %s: %s: %s", k->name, k->pack->dispatch->symbol,
+                 msg[0] ? msg : ingot_status_string(s));
+    return s;
+  }
+  const ingot_dispatch_plan *d = &plan->dispatch;
+  int sane = d->num_launches >= 1 && d->num_launches <= INGOT_MAX_LAUNCHES && d->cost >= 0.0;
+  for (int i = 0; sane && i < d->num_launches; ++i) {
+    const ingot_launch *l = &d->launches[i];
+    sane = l->entry >= 0 && (size_t)l->entry < k->pack->num_entry_points;
+    for (int j = 0; j < 3; ++j) sane = sane && l->grid[j] > 0 && l->block[j] > 0;
+  }
+  if (!sane) {
+    ingot_format(err, n, "kernel %s: %s returned a plan of %d launches with an entry point outside the "
+                 "UDD's %zu, an empty grid/block or a negative modelled time", k->name,
+                 k->pack->dispatch->symbol, d->num_launches, k->pack->num_entry_points);
+    return INGOT_INTERNAL;
+  }
+  return INGOT_OK;
+}
+
 INGOT_API ingot_status ingot_plan_create(ingot_context *ctx, const ingot_attention_graph *graph,
                                          ingot_plan **out) {
   if (out != NULL) *out = NULL;
@@ -63,59 +105,51 @@ INGOT_API ingot_status ingot_plan_create(ingot_context *ctx, const ingot_attenti
     ingot_context_set_error(ctx, "%s", err);
     return s;
   }
-  const ingot_kernel *k = ingot_select_kernel(ctx, graph, &ctx->decline_report);
-  if (k == NULL) {
+  const ingot_kernel **cands = NULL;
+  const int n = ingot_select_kernels(ctx, graph, &ctx->decline_report, &cands);
+  if (n < 0) {
+    ingot_context_set_error(ctx, "ingot_plan_create: out of memory");
+    return INGOT_OUT_OF_MEMORY;
+  }
+  if (n == 0) {
     ingot_context_set_error(ctx, "no kernel admits the graph; every kernel considered and why:\n%s",
                             ingot_strbuf_str(&ctx->decline_report));
     return INGOT_NO_MATCH;
   }
   ingot_strbuf_free(&ctx->decline_report);
-  /* A host context without an arch plans for the kernel's first arch. */
-  const char *arch = ctx->arch[0] ? ctx->arch : k->objects[0].arch;
-  ingot_device_caps caps;
-  caps.wave_size = ctx->wave_size > 0 ? ctx->wave_size : ingot_arch_wave_size(arch);
-  caps.compute_units = ctx->compute_units > 0 ? ctx->compute_units : INGOT_HOST_COMPUTE_UNITS;
-  caps.max_lds_bytes = ingot_arch_max_lds(arch);
-  caps.blocks_per_cu = 0;
-  for (size_t i = 0; i < k->num_objects; ++i)
-    if (strcmp(k->objects[i].arch, arch) == 0)
-      caps.blocks_per_cu = ingot_blocks_per_cu(arch, &k->objects[i], k->meta.waves, caps.wave_size);
-  if (caps.wave_size <= 0) {
-    ingot_context_set_error(ctx, "kernel %s: arch \"%s\" has no known wave size (allowed: sm_*, gfx*)",
-                            k->name, arch);
-    return INGOT_INVALID_ARGUMENT;
-  }
   ingot_plan *plan = calloc(1, sizeof(*plan));
   if (plan == NULL) {
+    free(cands);
     ingot_context_set_error(ctx, "ingot_plan_create: out of memory");
     return INGOT_OUT_OF_MEMORY;
   }
-  plan->ctx = ctx;
-  plan->kernel = k;
-  plan->graph = *graph;
-  plan->caps = caps;
-  err[0] = 0;
-  s = k->pack->dispatch->plan(&k->meta, graph, &caps, &plan->dispatch, err, sizeof err);
-  if (s != INGOT_OK) {
-    ingot_context_set_error(ctx, "kernel %s: %s: %s", k->name, k->pack->dispatch->symbol,
-                            err[0] ? err : ingot_status_string(s));
+  /* Kernels of one rank: each is planned, the least modelled time wins (the
+   * first in tie order on equal times); the first one's error is reported when
+   * none plans. A host context without an arch plans for the first kernel's
+   * first arch, and compares only the kernels built for it. */
+  const char *arch = ctx->arch[0] ? ctx->arch : cands[0]->objects[0].arch;
+  ingot_status first_status = INGOT_OK;
+  int have = 0;
+  for (int i = 0; i < n; ++i) {
+    if (object_for(cands[i], arch) == NULL) continue;
+    ingot_plan cand = {.ctx = ctx, .kernel = cands[i], .graph = *graph};
+    s = plan_kernel(ctx, arch, &cand, err, sizeof err);
+    if (s != INGOT_OK) {
+      if (first_status == INGOT_OK) {
+        first_status = s;
+        ingot_context_set_error(ctx, "%s", err);
+      }
+      continue;
+    }
+    if (!have || cand.dispatch.cost < plan->dispatch.cost) *plan = cand;
+    have = 1;
+  }
+  free(cands);
+  if (!have) {
     free(plan);
-    return s;
+    return first_status;
   }
-  const ingot_dispatch_plan *d = &plan->dispatch;
-  int sane = d->num_launches >= 1 && d->num_launches <= INGOT_MAX_LAUNCHES;
-  for (int i = 0; sane && i < d->num_launches; ++i) {
-    const ingot_launch *l = &d->launches[i];
-    sane = l->entry >= 0 && (size_t)l->entry < k->pack->num_entry_points;
-    for (int j = 0; j < 3; ++j) sane = sane && l->grid[j] > 0 && l->block[j] > 0;
-  }
-  if (!sane) {
-    ingot_context_set_error(ctx, "kernel %s: %s returned a plan of %d launches with an entry point "
-                            "outside the UDD's %zu or an empty grid/block", k->name,
-                            k->pack->dispatch->symbol, d->num_launches, k->pack->num_entry_points);
-    free(plan);
-    return INGOT_INTERNAL;
-  }
+  ingot_context_clear_error(ctx);
   *out = plan;
   return INGOT_OK;
 }

@@ -192,7 +192,7 @@ class PackagePackTest(unittest.TestCase):
             with open(os.path.join(out, "attention_decode.kdp.json"), encoding="utf-8") as f:
                 kdp = json.load(f)
             self.assertEqual(kdp["arch"], ["gfx942", "sm_90"])
-            self.assertEqual(len(kdp["kernelDescriptors"]), 52)
+            self.assertEqual(len(kdp["kernelDescriptors"]), 56)
             kd = kdp["kernelDescriptors"][0]
             src = kd["kernel_source"]
             self.assertEqual(sorted(src), ["kind", "objects", "symbols"])
@@ -207,11 +207,11 @@ class PackagePackTest(unittest.TestCase):
             # The NVIDIA signature takes its kinds from the UDD.
             self.assertEqual(src["objects"]["sm_90"]["signature"], obj["signature"])
             self.assertEqual(sorted(os.listdir(os.path.join(out, "code"))), ["gfx942", "sm_90"])
-            self.assertEqual(len([n for n in os.listdir(out) if n.endswith(".umd.json")]), 53)
-            # variant decode_long is built for sm_90 only: its kernels carry that object alone
-            longs = [k for k in kdp["kernelDescriptors"] if k["name"].endswith("_w2t16_tcs2")]
-            self.assertEqual(len(longs), 4)
-            for k in longs:
+            self.assertEqual(len([n for n in os.listdir(out) if n.endswith(".umd.json")]), 57)
+            # variants decode_long and decode_w8 are built for sm_90 only: their kernels carry that object alone
+            sm90_only = [k for k in kdp["kernelDescriptors"] if k["name"].endswith(("_w2t16_tcs2", "_w8t16_tc"))]
+            self.assertEqual(len(sm90_only), 8)
+            for k in sm90_only:
                 self.assertEqual(sorted(k["kernel_source"]["objects"]), ["sm_90"])
 
     def test_a_kernel_with_none_of_the_packaged_archs_leaves_the_pack(self):
@@ -222,7 +222,7 @@ class PackagePackTest(unittest.TestCase):
                 kdp = json.load(f)
             names = [k["name"] for k in kdp["kernelDescriptors"]]
             self.assertEqual(len(names), 48)
-            self.assertFalse([n for n in names if n.endswith("_tcs2")])
+            self.assertFalse([n for n in names if n.endswith(("_tcs2", "_w8t16_tc"))])
             umds = sorted(n for n in os.listdir(out) if n.endswith(".umd.json"))
             self.assertEqual(len(umds), 49)  # 48 kernels' and the graph's
             self.assertNotIn("attention_decode_bf16_d128_g4_sq1_contig_w2t16_tcs2.umd.json", umds)

@@ -4,7 +4,8 @@
  * Sq = max_sq, layout, LSE, a capacity its UMDs admit) is run with no mask and
  * causal, and causal again for every shorter Sq >= 2. O and LSE are compared with the reference (LSE in
  * natural log; -inf for fully masked rows), and every kernel must have been
- * chosen by at least one graph. Usage: <binary> [pack_dir] */
+ * chosen by at least one graph (batch 2, or 4 or 16 where kernels of one rank
+ * share the graphs). Usage: <binary> [pack_dir] */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,15 +28,32 @@ static int run(ingot_context *ctx, const dh_kernel *ks, int n, const dh_kernel *
     if (caps[i] < lo) caps[i] = (int)(((int64_t)lo + page - 1) / page * page);
     if (caps[i] > k->capacity[1]) caps[i] = k->capacity[1] / page * page;
   }
+  /* Kernels of one rank (e.g. 4 and 8 waves) split the graphs between them by
+   * the plan's model, so a few batch sizes are tried too: the first graph whose
+   * plan picks this kernel runs, else the first that plans at all. */
+  static const int batches[] = {2, 4, 16};
   char why[4096] = "", label[256], d[160];
   dh_case c;
-  int rc = -1;
-  for (int i = 0; i < 3 && rc != 0; ++i) {
-    dh_shape s = dh_shape_for_kernel(k, caps[i], mask);
-    s.seq_q = sq;
-    rc = dh_case_create(&c, ctx, &s, seed, DH_TAIL_POISON, why, sizeof why);
-    if (rc != 0 && rc != (int)INGOT_NO_MATCH) break;
+  dh_shape first;
+  int rc = -1, have_first = 0, done = 0;
+  for (int i = 0; i < 3 && !done; ++i) {
+    for (int j = 0; j < 3 && !done; ++j) {
+      dh_shape s = dh_shape_for_kernel(k, caps[i], mask);
+      s.seq_q = sq;
+      s.batch = batches[j];
+      if (j > 0 && (int64_t)s.batch * s.capacity > 2 * 65536) continue; /* within batch 2 x 64K of reference work */
+      rc = dh_case_create(&c, ctx, &s, seed, DH_TAIL_POISON, why, sizeof why);
+      if (rc == (int)INGOT_NO_MATCH) continue;
+      if (rc != 0 || strcmp(ingot_plan_kernel_name(c.plan), k->name) == 0) {
+        done = 1; /* a failure to report, or this kernel's graph */
+        break;
+      }
+      if (!have_first) first = s, have_first = 1;
+      dh_case_destroy(&c);
+      rc = -1;
+    }
   }
+  if (!done && have_first) rc = dh_case_create(&c, ctx, &first, seed, DH_TAIL_POISON, why, sizeof why);
   if (rc != 0) {
     fprintf(stderr, "FAIL: no plan for a graph of kernel %s (mask %d, Sq %d): %s\n", k->name,
             (int)mask, sq, why);
@@ -43,8 +61,10 @@ static int run(ingot_context *ctx, const dh_kernel *ks, int n, const dh_kernel *
   }
   const dh_kernel *picked = dh_kernel_named(ks, n, ingot_plan_kernel_name(c.plan));
   if (picked != NULL) *chosen = (int)(picked - ks);
-  /* one long sequence, one short enough that causal rows are fully masked */
-  const int32_t lens[2] = {dh_rand_range(sq, c.s.capacity), dh_rand_range(0, sq)};
+  /* one long sequence, one short enough that causal rows are fully masked, the others anywhere */
+  int32_t lens[16];
+  for (int b = 0; b < c.s.batch && b < 16; ++b)
+    lens[b] = b == 0 ? dh_rand_range(sq, c.s.capacity) : b == 1 ? dh_rand_range(0, sq) : dh_rand_range(0, c.s.capacity);
   int failures = 0;
   if (dh_set_lengths(&c, lens) != 0 || dh_execute(&c, stream) != 0) {
     failures = 1;

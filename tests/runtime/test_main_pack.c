@@ -13,8 +13,74 @@
 
 #include "ingot/ingot.h"
 #include "test_util.h"
+/* after test_util.h, which sets the feature macros before any system header */
+#include "dispatch.h"
+
+const ingot_dispatch_plan *ingot_plan_dispatch_info(const ingot_plan *plan);
 
 static const int kHeads[][2] = {{8, 8}, {8, 2}, {32, 8}, {64, 8}};
+
+/* The stub's plan of one kernel shape on an H200-like device (132 SMs);
+ * blocks: its resident workgroups per SM (from the packaged registers: 240 per
+ * lane, so 2 of 4 waves, 1 of 8). */
+static ingot_dispatch_plan stub_plan(const ingot_attention_graph *g, int waves, int blocks) {
+  const ingot_dispatch_entry *e = ingot_dispatch_find("ingot_attention_decode_dispatch");
+  const ingot_ad_kernel_meta m = {g->q.dtype, 128, 4, 1, 4, waves, 16, 256, g->kv_layout == INGOT_KV_PAGED, 1};
+  const ingot_device_caps caps = {32, 132, 232448, blocks};
+  ingot_dispatch_plan p;
+  char err[256] = "";
+  memset(&p, 0, sizeof p);
+  CHECK(e != NULL);
+  if (e) CHECK_STATUS(e->plan(&m, g, &caps, &p, err, sizeof err), INGOT_OK);
+  return p;
+}
+
+/* Kernels of one rank that differ in workgroup size (variants decode and
+ * decode_w8, sm_90 only): the plan keeps the one the dispatch stub models
+ * faster, the 4-wave one on a tie (docs/INTERNALS.md 3). Checked against the
+ * stub's own model of both, on random graphs and on the benchmark's shapes. */
+static int check_rank_choice(ingot_context *ctx, int w8_built) {
+  int eights = 0;
+  for (int i = 0; i < 400; ++i) {
+    const int *h = kHeads[rnd_range(1, 2)]; /* 8/2 or 32/8: both variants admit them */
+    const int b = (int)rnd_range(1, 64), paged = (int)(rnd() & 1), page = 16 << rnd_range(0, 3);
+    const int64_t capacity = rnd_range(64, 262144); /* decode_long outranks both above */
+    const ingot_dtype dt = rnd() & 1 ? INGOT_DTYPE_BF16 : INGOT_DTYPE_FP16;
+    ingot_attention_graph g = shaped_graph(dt, h[0], h[1], 128, 1, b, capacity, paged, page, (int)(rnd() & 1),
+                                           (int)(rnd() & 1));
+    ingot_plan *plan = NULL;
+    CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_OK);
+    if (plan == NULL) continue;
+    const ingot_dispatch_plan p4 = stub_plan(&g, 4, 2), p8 = stub_plan(&g, 8, 1);
+    const int want8 = w8_built && p8.cost < p4.cost;
+    const ingot_dispatch_plan *got = ingot_plan_dispatch_info(plan), *want = want8 ? &p8 : &p4;
+    const int is8 = strstr(ingot_plan_kernel_name(plan), "_w8t16_tc") != NULL;
+    if (is8 != want8 || got->cost != want->cost || got->num_splits != want->num_splits)
+      fprintf(stderr, "B %d %d/%d L %lld: %s (%d segments, cost %g); modelled 4 waves %g (%d), 8 waves %g (%d)\n", b,
+              h[0], h[1], (long long)capacity, ingot_plan_kernel_name(plan), got->num_splits, got->cost, p4.cost,
+              p4.num_splits, p8.cost, p8.num_splits);
+    CHECK(is8 == want8);
+    CHECK(got->cost == want->cost && got->num_splits == want->num_splits);
+    CHECK(p4.cost > 0.0 && p8.cost > 0.0);
+    eights += is8;
+    ingot_plan_destroy(plan);
+  }
+  /* bench/decode.py's shapes, H200 (docs/PERFORMANCE.md): 8 waves only at B=16. */
+  static const int bench[][4] = {{1, 8, 2, 1024},  {1, 8, 2, 4096},  {1, 8, 2, 16384}, {1, 8, 2, 65536},
+                                 {1, 8, 2, 262144}, {16, 32, 8, 8192}, {64, 32, 8, 8192}};
+  for (int i = 0; i < 7; ++i) {
+    const int *c = bench[i];
+    ingot_attention_graph g = shaped_graph(INGOT_DTYPE_BF16, c[1], c[2], 128, 1, c[0], c[3], 0, 0, 0, 0);
+    ingot_plan *plan = NULL;
+    CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_OK);
+    if (plan == NULL) continue;
+    const int is8 = strstr(ingot_plan_kernel_name(plan), "_w8t16_tc") != NULL;
+    CHECK(is8 == (w8_built && c[0] == 16));
+    if (is8) CHECK(ingot_plan_num_splits(plan) == 1 && ingot_plan_launch_count(plan) == 1);
+    ingot_plan_destroy(plan);
+  }
+  return eights;
+}
 
 int main(int argc, char **argv) {
   if (argc < 2) {
@@ -76,6 +142,10 @@ int main(int argc, char **argv) {
         shaped_graph(INGOT_DTYPE_BF16, 8, 2, 128, 5, 1, 4096, 0, 16, 1, 0),
         shaped_graph(INGOT_DTYPE_BF16, 8, 2, 128, 1, 1, 63, 0, 16, 0, 0)};
     const char *why[] = {"head_dim = 96", "heads = [24,8]", "seq_q = 5", "capacity = 63"};
+    /* decode_w8 is built for sm_90 alone */
+    const int eights = check_rank_choice(ctx, a == 0);
+    CHECK(a == 0 ? eights > 0 : eights == 0);
+    if (a == 0) printf("test_main_pack: sm_90, 400 random graphs of one rank: %d took 8 waves\n", eights);
     for (int i = 0; i < 4; ++i) {
       ingot_plan *plan = NULL;
       CHECK_STATUS(ingot_plan_create(ctx, &bad[i], &plan), INGOT_NO_MATCH);

@@ -8,8 +8,9 @@
 static const ingot_ad_policy k_policy = {
     /*ctas_per_cu*/ 2,
     /*min_tiles_per_split*/ 1,
-    /*max_tokens_per_split*/ 4096,
+    /*max_tiles_per_split*/ 64,
     /*saturating_percent*/ 60,
+    /*saturating_cu_percent*/ 80,
     /*kernel_max_splits*/ 256,
 };
 

@@ -53,10 +53,12 @@ ADMIT = Map({
 SPLIT = Map({
     "ctas_per_cu": (Int(1, 64), False, 2),
     "min_tiles_per_split": (Int(1, 1 << 16), False, 1),
-    "max_tokens_per_split": (Int(64, 1 << 30), False, 4096),
+    "max_tiles_per_split": (Int(1, 1 << 20), False, 64),
     # the share of the resident workgroups whose loads keep DRAM busy (the split
     # count's time model: fewer run latency-bound)
     "saturating_percent": (Int(1, 100), False, 60),
+    # ... when spread over at least this share of the CUs (a CU's own limit)
+    "saturating_cu_percent": (Int(1, 100), False, 80),
 })
 
 # The kernarg signature of both entry points (templates/ingot_attention_decode.h,
