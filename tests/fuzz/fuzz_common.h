@@ -204,6 +204,8 @@ static inline void fz_check_plan(const ingot_ad_kernel_meta *m, const ingot_atte
   FZ_REQUIRE(p->num_launches == (p->num_splits > 1 ? 2 : 1), "launches %d splits %d", p->num_launches,
              p->num_splits);
   FZ_REQUIRE(m->rows >= 1 && m->waves >= 1, "rows %d waves %d", m->rows, m->waves);
+  /* the modelled time the runtime compares kernels by: finite, >= 0 (not NaN) */
+  FZ_REQUIRE(p->cost >= 0.0 && p->cost <= 1e300, "modelled time %g", p->cost);
   const fz_u128 rows_total = (fz_u128)(uint64_t)m->group * (uint64_t)m->max_sq;
   const fz_u128 row_blocks = (rows_total + (uint64_t)m->rows - 1) / (uint64_t)m->rows;
   const fz_u128 threads = (fz_u128)(uint64_t)m->waves * (uint64_t)caps->wave_size;

@@ -11,6 +11,7 @@
 #include "test_util.h"
 /* after test_util.h, which sets the feature macros before any system header */
 #include "dispatch.h"
+#include "ingot_attention_decode_dispatch.h"
 
 static const ingot_ad_kernel_meta k_seed = {INGOT_DTYPE_BF16, 128, 4, 1, 4, 4, 16, 256, 0, 0};
 
@@ -71,5 +72,44 @@ int main(void) {
       CHECK(0);
     }
   }
+
+  /* The policy is checked before use: a field out of range is refused by name. */
+  {
+    const ingot_ad_policy good = {2, 1, 64, 60, 80, 256};
+    ingot_ad_policy bad[3] = {good, good, good};
+    bad[0].max_tiles_per_split = 0;
+    bad[1].saturating_cu_percent = 0;
+    bad[2].saturating_percent = 101;
+    const char *named[3] = {"max_tiles_per_split 0", "saturating_cu_percent 0", "saturating_percent 101"};
+    ingot_attention_graph g = shaped_graph(INGOT_DTYPE_BF16, 8, 2, 128, 1, 1, 4096, 0, 0, 0, 0);
+    ingot_dispatch_plan p;
+    char err[512];
+    for (int i = 0; i < 3; ++i) {
+      err[0] = 0;
+      CHECK_STATUS(ingot_ad_plan(&bad[i], &k_seed, &g, &h200, &p, err, sizeof err), INGOT_INVALID_ARGUMENT);
+      CHECK_HAS(err, named[i]);
+    }
+    CHECK_STATUS(ingot_ad_plan(&good, &k_seed, &g, &h200, &p, err, sizeof err), INGOT_OK);
+    CHECK(p.num_splits == 64 && p.cost > 0.0);
+  }
+
+  /* The round model (docs/INTERNALS.md 4). With the shipped shares (60% of the
+   * resident workgroups, 80% of the CUs) and two or more workgroups per CU, DRAM
+   * binds before the CUs: a round takes max(1, n / saturating) segment times. */
+  for (int i = 0; i < 2000; ++i) {
+    const int64_t cus = rnd_range(8, 400), bpc = rnd_range(2, 8), resident = cus * bpc;
+    const int64_t sat = resident * 60 / 100, sat_cus = cus * 80 / 100, n = rnd_range(1, resident);
+    const double want = (double)n / (double)sat > 1.0 ? (double)n / (double)sat : 1.0;
+    const double got = ingot_ad_round_time(n, cus, sat, sat_cus);
+    if (got != want)
+      fprintf(stderr, "%lld workgroups, %lld CUs x %lld: %g segment times, expected %g\n", (long long)n,
+              (long long)cus, (long long)bpc, got, want);
+    CHECK(got == want);
+  }
+  /* One workgroup per CU (8 waves on the H200): 96 of them leave 36 SMs idle and
+   * stream at 96 / 105 of DRAM; 128 are DRAM-bound (n / 79). */
+  CHECK(ingot_ad_round_time(96, 132, 79, 105) == 105.0 / 79.0);
+  CHECK(ingot_ad_round_time(128, 132, 79, 105) == 128.0 / 79.0);
+  CHECK(ingot_ad_round_time(0, 132, 79, 105) == 0.0);
   return test_finish("test_split_policy");
 }
