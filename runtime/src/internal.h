@@ -163,12 +163,21 @@ int ingot_select_kernels(const ingot_context *ctx, const ingot_attention_graph *
                          const ingot_kernel ***out);
 
 /* ---- plans --------------------------------------------------------------- */
+#define INGOT_MAX_CONSIDERED 8
 struct ingot_plan {
   ingot_context *ctx;
   const ingot_kernel *kernel;
   ingot_attention_graph graph;
   ingot_device_caps caps;
   ingot_dispatch_plan dispatch;
+  /* The kernels of the chosen rank that planned, in tie order (the first
+   * INGOT_MAX_CONSIDERED), with their modelled times: what ingot-inspect shows. */
+  int num_considered;
+  struct {
+    const ingot_kernel *kernel;
+    double cost;
+    int splits;
+  } considered[INGOT_MAX_CONSIDERED];
 };
 
 /* For ingot-inspect: the launches of a plan. */

@@ -129,7 +129,7 @@ INGOT_API ingot_status ingot_plan_create(ingot_context *ctx, const ingot_attenti
    * first arch, and compares only the kernels built for it. */
   const char *arch = ctx->arch[0] ? ctx->arch : cands[0]->objects[0].arch;
   ingot_status first_status = INGOT_OK;
-  int have = 0;
+  int have = 0, considered = 0;
   for (int i = 0; i < n; ++i) {
     if (object_for(cands[i], arch) == NULL) continue;
     ingot_plan cand = {.ctx = ctx, .kernel = cands[i], .graph = *graph};
@@ -141,9 +141,22 @@ INGOT_API ingot_status ingot_plan_create(ingot_context *ctx, const ingot_attenti
       }
       continue;
     }
-    if (!have || cand.dispatch.cost < plan->dispatch.cost) *plan = cand;
+    if (considered < INGOT_MAX_CONSIDERED) {
+      plan->considered[considered].kernel = cand.kernel;
+      plan->considered[considered].cost = cand.dispatch.cost;
+      plan->considered[considered].splits = cand.dispatch.num_splits;
+      ++considered;
+    }
+    if (!have || cand.dispatch.cost < plan->dispatch.cost) {
+      plan->kernel = cand.kernel;
+      plan->caps = cand.caps;
+      plan->dispatch = cand.dispatch;
+    }
     have = 1;
   }
+  plan->ctx = ctx;
+  plan->graph = *graph;
+  plan->num_considered = considered;
   free(cands);
   if (!have) {
     free(plan);

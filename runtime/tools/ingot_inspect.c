@@ -142,6 +142,12 @@ static void print_plan(const ingot_plan *plan) {
            l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2], l->lds_bytes);
   }
   printf("device: wave %d, compute units %d\n", plan->caps.wave_size, plan->caps.compute_units);
+  if (plan->num_considered > 1) {
+    printf("considered (one rank: the least modelled time wins, then fewer waves):\n");
+    for (int i = 0; i < plan->num_considered; ++i)
+      printf("  %s: %d splits, modelled %.2f%s\n", plan->considered[i].kernel->name, plan->considered[i].splits,
+             plan->considered[i].cost, plan->considered[i].kernel == k ? " (chosen)" : "");
+  }
 }
 
 /* Splits argv into positional arguments and one --name VALUE option. */
