@@ -111,6 +111,9 @@ typedef struct ingot_pack {
 
 void ingot_pack_free(ingot_pack *pack, const ingot_backend_ops *ops, ingot_backend_device *dev);
 
+/* The kernel's code object for arch; NULL when it has none. */
+const ingot_code_object *ingot_kernel_object(const ingot_kernel *k, const char *arch);
+
 /* Loads and verifies one pack folder; on failure *out is NULL and err holds
  * "<file>: <json path>: <problem> (allowed: ...)". existing: the packs already
  * open on the context (kernel and pack ids must not repeat). */

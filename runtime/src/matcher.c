@@ -197,7 +197,7 @@ static int umds_hold(const ingot_umd *const *umds, size_t n, const ingot_attenti
   return 1;
 }
 
-static const ingot_code_object *object_for(const ingot_kernel *k, const char *arch) {
+const ingot_code_object *ingot_kernel_object(const ingot_kernel *k, const char *arch) {
   for (size_t i = 0; i < k->num_objects; ++i)
     if (!strcmp(k->objects[i].arch, arch)) return &k->objects[i];
   return NULL;
@@ -236,7 +236,7 @@ int ingot_select_kernels(const ingot_context *ctx, const ingot_attention_graph *
     ingot_strbuf_free(&why);
     for (size_t i = 0; i < pack->num_kernels; ++i) {
       const ingot_kernel *k = &pack->kernels[i];
-      if (ctx->arch[0] != '\0' && object_for(k, ctx->arch) == NULL) {
+      if (ctx->arch[0] != '\0' && ingot_kernel_object(k, ctx->arch) == NULL) {
         ingot_strbuf_appendf(report, "%s: arch = \"%s\", allowed in [", k->name, ctx->arch);
         for (size_t a = 0; a < k->num_objects; ++a)
           ingot_strbuf_appendf(report, "%s\"%s\"", a ? "," : "", k->objects[a].arch);

@@ -13,12 +13,6 @@
 
 #include "internal.h"
 
-static const ingot_code_object *object_for(const ingot_kernel *k, const char *arch) {
-  for (size_t i = 0; i < k->num_objects; ++i)
-    if (!strcmp(k->objects[i].arch, arch)) return &k->objects[i];
-  return NULL;
-}
-
 /* Split workgroups of one kernel that fit on a CU at once, from its registers
  * and LDS: the register file and LDS of the arch, their allocation
  * granularity, and the thread limit. 0 when the resources are unknown. */
@@ -57,10 +51,8 @@ static ingot_status plan_kernel(const ingot_context *ctx, const char *arch, ingo
   caps.wave_size = ctx->wave_size > 0 ? ctx->wave_size : ingot_arch_wave_size(arch);
   caps.compute_units = ctx->compute_units > 0 ? ctx->compute_units : INGOT_HOST_COMPUTE_UNITS;
   caps.max_lds_bytes = ingot_arch_max_lds(arch);
-  caps.blocks_per_cu = 0;
-  for (size_t i = 0; i < k->num_objects; ++i)
-    if (strcmp(k->objects[i].arch, arch) == 0)
-      caps.blocks_per_cu = ingot_blocks_per_cu(arch, &k->objects[i], k->meta.waves, caps.wave_size);
+  const ingot_code_object *obj = ingot_kernel_object(k, arch);
+  caps.blocks_per_cu = obj ? ingot_blocks_per_cu(arch, obj, k->meta.waves, caps.wave_size) : 0;
   if (caps.wave_size <= 0) {
     ingot_format(err, n, "kernel %s: arch \"%s\" has no known wave size (allowed: sm_*, gfx*)", k->name, arch);
     return INGOT_INVALID_ARGUMENT;
@@ -131,7 +123,7 @@ INGOT_API ingot_status ingot_plan_create(ingot_context *ctx, const ingot_attenti
   ingot_status first_status = INGOT_OK;
   int have = 0, considered = 0;
   for (int i = 0; i < n; ++i) {
-    if (object_for(cands[i], arch) == NULL) continue;
+    if (ingot_kernel_object(cands[i], arch) == NULL) continue;
     ingot_plan cand = {.ctx = ctx, .kernel = cands[i], .graph = *graph};
     s = plan_kernel(ctx, arch, &cand, err, sizeof err);
     if (s != INGOT_OK) {
@@ -182,7 +174,7 @@ const ingot_dispatch_plan *ingot_plan_dispatch_info(const ingot_plan *plan) {
 /* ---- the kernel's module, loaded once per context ---------------------------- */
 
 static ingot_status load_module(const ingot_context *ctx, ingot_kernel *k, char *err, size_t n) {
-  const ingot_code_object *obj = object_for(k, ctx->arch);
+  const ingot_code_object *obj = ingot_kernel_object(k, ctx->arch);
   if (obj == NULL) {
     ingot_format(err, n, "kernel %s has no code object for arch %s", k->name, ctx->arch);
     return INGOT_INTERNAL;
