@@ -115,7 +115,7 @@ def reference(q, k, v, lens):
 def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling, calls=0, rounds=5):
     dt = torch.bfloat16
     kv_bytes = 2 * B * L * Hkv * D * 2
-    nbuf = int(max(2, min(32, math.ceil(4 * L2_BYTES / kv_bytes))))
+    nbuf = int(max(2, min(256, math.ceil(4 * L2_BYTES / kv_bytes))))
     gen = torch.Generator(device="cuda").manual_seed(L * 131 + B)
     qs = [torch.randn(B, Hq, 1, D, device="cuda", dtype=dt, generator=gen) for _ in range(nbuf)]
     ks = [torch.randn(B, L, Hkv, D, device="cuda", dtype=dt, generator=gen) for _ in range(nbuf)]
