@@ -7,6 +7,7 @@ Usage (on the GPU machine): python3 bench/kernel_probe.py PACKDIR [--time]
 """
 
 import argparse
+import ctypes
 import json
 import math
 import os
@@ -50,6 +51,35 @@ def plan_splits(meta, B, hkv, capacity, cus=132, ctas_per_cu=2, min_tiles=1, wav
     return max(1, splits), row_blocks
 
 
+class _LaunchAttr(ctypes.Structure):  # CUlaunchAttribute (cuda.h): id, pad, 64-byte value
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_uint32 * 16)]
+
+
+class _LaunchConfig(ctypes.Structure):  # CUlaunchConfig
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("smem", ctypes.c_uint),
+                ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(_LaunchAttr)), ("nattrs", ctypes.c_uint)]
+
+
+_CU = None
+_CTYPE = {np.uint64: ctypes.c_uint64, np.int64: ctypes.c_int64, np.int32: ctypes.c_int32, np.float32: ctypes.c_float}
+
+
+def launch_ex(fn, grid, block, args, stream, pdl=False):
+    """cuLaunchKernelEx through ctypes, programmatic (as libingot launches on sm_90) or not."""
+    global _CU
+    if _CU is None:
+        _CU = ctypes.CDLL("libcuda.so.1")
+    vals = [_CTYPE[type(a)](a) for a in args]
+    params = (ctypes.c_void_p * len(vals))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in vals])
+    attr = _LaunchAttr()
+    attr.id = 6  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    attr.value[0] = 1
+    cfg = _LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), 0, ctypes.c_void_p(stream),
+                        ctypes.pointer(attr), 1 if pdl else 0)
+    rc = _CU.cuLaunchKernelEx(ctypes.byref(cfg), ctypes.c_void_p(fn.kernel.ptr), params, None)
+    assert rc == 0, f"cuLaunchKernelEx (grid {grid}): CUresult {rc}"
+
+
 class Kernel:
     def __init__(self, pack, kd):
         obj = kd["kernel_source"]["objects"]["sm_90"]
@@ -61,7 +91,7 @@ class Kernel:
         self.name = kd["name"]
 
     def run(self, q, k, v, o, lse, lens, ptable, causal, capacity, page_size, splits=None, ws=None,
-            stream=None, merge=True):
+            stream=None, merge=True, pdl=False):
         m = self.meta
         B, Hq, Sq, D = q.shape
         hkv = k.shape[2]
@@ -77,7 +107,7 @@ class Kernel:
         flags = (1 if causal else 0) | (2 if lse is not None else 0)
         args = (q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
                 lse.data_ptr() if lse is not None else 0, lens.data_ptr(),
-                ptable.data_ptr() if ptable is not None else 0, ws.data_ptr() if s > 1 else 0,
+                ptable.data_ptr() if ptable is not None else 0, ws.data_ptr() if ws is not None and s > 1 else 0,
                 i64(qs[0]), i64(qs[1]), i64(qs[2]), i64(ks[0]), i64(ks[1]), i64(ks[2]),
                 i64(vs[0]), i64(vs[1]), i64(vs[2]), i64(os_[0]), i64(os_[1]), i64(os_[2]),
                 i64(pt_stride), i32(capacity), i32(page_size), i32(Sq), i32(s), i32(hkv), i32(flags),
@@ -85,6 +115,14 @@ class Kernel:
         args = tuple(np.uint64(a) if isinstance(a, int) else a for a in args)
         threads = m["waves"] * 32
         st = stream or cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+        if pdl:
+            launch_ex(self.split, (s * rb * hkv, 1, B), (threads, 1, 1), args, st.ptr, pdl=True)
+            if s > 1 and merge:
+                mt = LIMITS["INGOT_AD_MERGE_WAVES"] * 32
+                mx = (-(-rows_total * (D // 4) // mt) if s <= LIMITS["INGOT_AD_COMPACT_MERGE_SPLITS"]
+                      else rows_total * (D // 32))
+                launch_ex(self.merge, (mx, hkv, B), (mt, 1, 1), args, st.ptr, pdl=True)
+            return s
         with st:
             self.split((s * rb * hkv, 1, B), (threads,), args)
             if s > 1 and merge:
@@ -181,7 +219,7 @@ def buffer_sets(B, hq, hkv, L, nbuf=None, D=128):
     enough sets (by default) that the KV cache is not served from L2; o; the KV bytes."""
     kv_bytes = 2 * B * L * hkv * D * 2
     if nbuf is None:
-        nbuf = int(max(2, min(32, math.ceil(4 * decode.L2_BYTES / kv_bytes))))
+        nbuf = int(max(2, min(256, math.ceil(4 * decode.L2_BYTES / kv_bytes))))
     bf = dict(device="cuda", dtype=torch.bfloat16)
     qs = [torch.randn(B, hq, 1, D, **bf) for _ in range(nbuf)]
     ks = [torch.randn(B, L, hkv, D, **bf) for _ in range(nbuf)]
@@ -304,8 +342,12 @@ def ab_paths(pack, Ls, lib, kname, reps=30):
         rt = lambda i: plan.execute(bufs[i], ws, st())  # noqa: E731
         direct = lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0, ws=ws,  # noqa: E731
                                     splits=plan.num_splits)
+        direct_pdl = lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0, ws=ws,  # noqa: E731
+                                        splits=plan.num_splits, pdl=True)
         out = []
-        for name, fn in (("runtime", rt), ("direct", direct)):
+        # direct: CuPy launches, not programmatic; direct-pdl: programmatic, as libingot launches;
+        # the runtime again last, for the drift over the four
+        for name, fn in (("runtime", rt), ("direct", direct), ("direct-pdl", direct_pdl), ("runtime again", rt)):
             out.append(f"{name} graph {decode.time_graph(fn, nbuf, reps):.1f} "
                        f"call {decode.time_per_call(fn, nbuf, reps):.1f}")
         # The same values inside one large allocation (a serving KV pool is one).
@@ -405,7 +447,7 @@ def layouts(pack, exp_pack, shapes, reps=30):
 _swept = set()
 
 
-def sweep(exp_pack, spec, reps=30, suffixes=("w4t16_tc", "w2t16_tcs2")):
+def sweep(exp_pack, spec, reps=30, suffixes=("w4t16_tc", "w2t16_tcs2"), pdl=False):
     """Split counts for one shape, the experiment kernels whose names end with one of
     `suffixes`: spec 'B,Hq,Hkv,L:s1/s2/...'."""
     shape, splits = spec.split(":")
@@ -422,10 +464,13 @@ def sweep(exp_pack, spec, reps=30, suffixes=("w4t16_tc", "w2t16_tcs2")):
     lens = torch.full((B,), L, device="cuda", dtype=torch.int32)
     ws = probe_workspace(B, hkv, max(splits))
     for kern in kerns:
-        ts = [f"s{sp}={time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0, ws=ws, splits=sp), nbuf, reps):.1f}"
+        ts = [f"s{sp}={time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0, ws=ws, splits=sp, pdl=pdl), nbuf, reps):.2f}"
               for sp in splits]
-        ts += [f"s{sp}/split-only={time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0, ws=ws, splits=sp, merge=False), nbuf, reps):.1f}"
+        ts += [f"s{sp}/split-only={time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0, ws=ws, splits=sp, merge=False, pdl=pdl), nbuf, reps):.1f}"
                for sp in splits if sp > 1]
+        zero = torch.zeros_like(lens)
+        ts += [f"s{sp}/floor={time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, zero, None, False, L, 0, ws=ws, splits=sp, pdl=pdl), nbuf, reps):.2f}"
+               for sp in splits if pdl]
         print(f"sweep B={B} {hq}/{hkv} L={L} {kern.name.split('_contig_')[1]}: " + " ".join(ts), flush=True)
 
 
@@ -451,11 +496,13 @@ def main():
                     "(kernels of --experiments), then exit")
     ap.add_argument("--compare", default=None, metavar="PACK", help="time --kernel against the one in PACK, then exit")
     ap.add_argument("--floor", action="store_true", help="time the fixed cost's parts, then exit")
+    ap.add_argument("--pdl", action="store_true", help="--sweep launches programmatically (as libingot "
+                    "does on sm_90) and adds each count's floor (valid length 0)")
     a = ap.parse_args()
     Ls = [int(x) for x in a.lengths.split(",")]
     if a.sweep:
         for spec in a.sweep:
-            sweep(a.experiments, spec, suffixes=a.kernels.split(","))
+            sweep(a.experiments, spec, suffixes=a.kernels.split(","), pdl=a.pdl)
         return 0
     if a.layouts:
         layouts(a.pack, a.experiments, [(16, 32, 8, 8192), (1, 8, 2, 1048576), (1, 8, 2, 65536), (64, 32, 8, 8192)])
