@@ -112,7 +112,27 @@ def reference(q, k, v, lens):
     return out
 
 
-def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling, calls=0, rounds=5):
+def paged_sets(ks, vs, page_size, gen):
+    """The same K and V values in page pools [B * L/P, P, Hkv, D], one pool per buffer set,
+    each sequence's pages scattered over its pool by a random permutation (the page table)."""
+    pools_k, pools_v, tables = [], [], []
+    for k, v in zip(ks, vs):
+        B, L, Hkv, D = k.shape
+        per = L // page_size
+        table = torch.randperm(B * per, device="cuda", generator=gen).to(torch.int32).reshape(B, per)
+        pk = torch.empty(B * per, page_size, Hkv, D, device="cuda", dtype=k.dtype)
+        pv = torch.empty_like(pk)
+        pk[table.long()] = k.reshape(B, per, page_size, Hkv, D)
+        pv[table.long()] = v.reshape(B, per, page_size, Hkv, D)
+        pools_k.append(pk)
+        pools_v.append(pv)
+        tables.append(table)
+    return pools_k, pools_v, tables
+
+
+def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling, calls=0, rounds=5, page_size=0):
+    """One point. With page_size, ingot reads a paged cache (page pools and a page table) holding
+    the same values, and the contiguous plan is timed beside it as 'contig'."""
     dt = torch.bfloat16
     kv_bytes = 2 * B * L * Hkv * D * 2
     nbuf = int(max(2, min(256, math.ceil(4 * L2_BYTES / kv_bytes))))
@@ -123,10 +143,20 @@ def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling, calls=0, rounds=5):
     o = torch.empty(B, Hq, 1, D, device="cuda", dtype=dt)
     lens = torch.full((B,), L, device="cuda", dtype=torch.int32)
     zero_lens = torch.zeros(B, device="cuda", dtype=torch.int32)
-    plan = ctx.plan(qs[0], ks[0], vs[0], o, lens, capacity=L)
-    ws = torch.empty(max(plan.workspace_size // 4, 1), device="cuda", dtype=torch.float32)
-    bufs = [plan.buffers(qs[i], ks[i], vs[i], o, lens) for i in range(nbuf)]
-    floor_bufs = [plan.buffers(qs[i], ks[i], vs[i], o, zero_lens) for i in range(nbuf)]
+    contig = ctx.plan(qs[0], ks[0], vs[0], o, lens, capacity=L)
+    contig_bufs = [contig.buffers(qs[i], ks[i], vs[i], o, lens) for i in range(nbuf)]
+    if page_size:
+        if L % page_size:
+            raise SystemExit(f"--paged {page_size}: L={L} is not a multiple of the page size")
+        pks, pvs, tables = paged_sets(ks, vs, page_size, gen)
+        plan = ctx.plan(qs[0], pks[0], pvs[0], o, lens, capacity=L, page_table=tables[0])
+        bufs = [plan.buffers(qs[i], pks[i], pvs[i], o, lens, page_table=tables[i]) for i in range(nbuf)]
+        floor_bufs = [plan.buffers(qs[i], pks[i], pvs[i], o, zero_lens, page_table=tables[i]) for i in range(nbuf)]
+    else:
+        plan, bufs = contig, contig_bufs
+        floor_bufs = [plan.buffers(qs[i], ks[i], vs[i], o, zero_lens) for i in range(nbuf)]
+    ws = torch.empty(max(plan.workspace_size // 4, contig.workspace_size // 4, 1), device="cuda",
+                     dtype=torch.float32)
     stream = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
 
     # Check before timing: poisoned output, fresh inputs, float64 reference.
@@ -141,8 +171,9 @@ def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling, calls=0, rounds=5):
     max_err = err.max().item()
     del ref, err
 
-    res = {"B": B, "Hq": Hq, "Hkv": Hkv, "L": L, "kernel": plan.kernel, "splits": plan.num_splits,
-           "launches": plan.launches, "max_err": max_err, "kv_bytes": kv_bytes}
+    res = {"B": B, "Hq": Hq, "Hkv": Hkv, "L": L, "layout": f"paged {page_size}" if page_size else "contiguous",
+           "kernel": plan.kernel, "splits": plan.num_splits, "launches": plan.launches, "max_err": max_err,
+           "kv_bytes": kv_bytes}
     run = lambda i: plan.execute(bufs[i], ws, stream())  # noqa: E731
     run_floor = lambda i: plan.execute(floor_bufs[i], ws, stream())  # noqa: E731
     for i in range(nbuf):
@@ -150,6 +181,17 @@ def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling, calls=0, rounds=5):
     res["ingot_call"] = time_per_call(run, nbuf, reps)
     calls = max(calls, nbuf)
     timers = {"ingot": GraphTimer(run, nbuf, calls), "floor": GraphTimer(run_floor, nbuf, calls)}
+    if page_size:  # the contiguous plan on the same values, checked too
+        o.fill_(float("nan"))
+        contig.execute(contig_bufs[0], ws, stream())
+        torch.cuda.synchronize()
+        ref = reference(qs[0], ks[0], vs[0], lens.cpu())
+        if not bool(((o.double() - ref).abs() <= ATOL + RTOL * ref.abs()).all()):
+            raise SystemExit(f"ingot contiguous output wrong at B={B} L={L}")
+        del ref
+        res["contig_kernel"], res["contig_splits"] = contig.kernel, contig.num_splits
+        run_contig = lambda i: contig.execute(contig_bufs[i], ws, stream())  # noqa: E731
+        timers["contig"] = GraphTimer(run_contig, nbuf, calls)
 
     # Peers on their preferred layout [B, H, L, D], the same values.
     kp = [k.transpose(1, 2).contiguous() for k in ks]
@@ -177,7 +219,7 @@ def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling, calls=0, rounds=5):
     for _ in range(rounds):
         for k, t in timers.items():
             per_round[k].append(float(np.median(t.sample(max(1, -(-reps // rounds))))))
-    for key in ("ingot", "floor", "cudnn", "flash"):
+    for key in ("ingot", "floor", "cudnn", "flash", "contig"):
         res[f"{key}_graph"] = float(np.median(per_round[key])) if key in per_round else float("nan")
     for key in ("ingot", "cudnn", "flash"):
         t = res[f"{key}_graph"]
@@ -188,7 +230,9 @@ def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling, calls=0, rounds=5):
     ratios = [min(per_round[p][r] for p in peers) / per_round["ingot"][r] for r in range(rounds)] if peers else []
     res["speedup_lo"] = min(ratios) if ratios else float("nan")
     res["speedup_hi"] = max(ratios) if ratios else float("nan")
-    del timers, qs, ks, vs, kp, vp
+    del timers, qs, ks, vs, kp, vp, bufs, floor_bufs, contig_bufs
+    if page_size:
+        del pks, pvs, tables
     torch.cuda.empty_cache()
     return res
 
@@ -207,6 +251,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer points")
     ap.add_argument("--points", default=None,
                     help="comma-separated BxHqxHkvxL points instead of the full set, e.g. 1x8x2x65536")
+    ap.add_argument("--paged", type=int, default=0, metavar="P",
+                    help="ingot reads a paged cache of page size P (pages scattered by a random page table; "
+                         "the peers and ingot's contiguous plan read the same values contiguous); writes "
+                         "decode_paged<P>.csv/.md, and judges no targets (they are the contiguous cache's)")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     rt = Runtime(a.lib)
@@ -222,37 +270,53 @@ def main():
     if a.points:
         points = [tuple(int(x) for x in p.split("x")) for p in a.points.split(",")]
     rows = []
+    paged = a.paged
+    if paged:
+        points = [p for p in points if p[3] % paged == 0]
     hdr = (f"{'B':>3} {'Hq/Hkv':>6} {'L':>8} {'splits':>6} | {'ingot':>8} {'%ceil':>6} {'call':>7} {'floor':>6} |"
-           f" {'cuDNN':>8} {'%ceil':>6} | {'flash':>8} {'%ceil':>6} | {'vs best':>7}")
+           + (f" {'contig':>8} |" if paged else "")
+           + f" {'cuDNN':>8} {'%ceil':>6} | {'flash':>8} {'%ceil':>6} | {'vs best':>7}")
+    print(f"ingot on a paged cache, page size {paged}\n" if paged else "", end="")
     print(hdr, flush=True)
     for B, Hq, Hkv, L in points:
-        r = bench_point(ctx, B, Hq, Hkv, L, 128, a.reps, ceiling, a.calls, a.rounds)
+        r = bench_point(ctx, B, Hq, Hkv, L, 128, a.reps, ceiling, a.calls, a.rounds, page_size=paged)
         rows.append(r)
         print(f"{B:>3} {Hq:>3}/{Hkv:<2} {L:>8} {r['splits']:>6} | {r['ingot_graph']:>6.2f}us {r['ingot_bw']*100:>5.1f}%"
-              f" {r['ingot_call']:>5.1f}us {r['floor_graph']:>4.1f}us | {r['cudnn_graph']:>6.2f}us"
+              f" {r['ingot_call']:>5.1f}us {r['floor_graph']:>4.1f}us |"
+              + (f" {r['contig_graph']:>6.2f}us |" if paged else "")
+              + f" {r['cudnn_graph']:>6.2f}us"
               f" {r['cudnn_bw']*100:>5.1f}% | {r['flash_graph']:>6.2f}us {r['flash_bw']*100:>5.1f}% |"
               f" {r['speedup']:>6.2f}x ({r['speedup_lo']:.3f}-{r['speedup_hi']:.3f})", flush=True)
 
-    judged = targets.markdown(targets.evaluate(rows))
-    print("\nIssue 5's targets on this run:\n" + judged, flush=True)
+    judged = "" if paged else targets.markdown(targets.evaluate(rows))
+    if judged:
+        print("\nIssue 5's targets on this run:\n" + judged, flush=True)
     os.makedirs(a.out, exist_ok=True)
+    stem = f"decode_paged{paged}" if paged else "decode"
     keys = list(rows[0].keys())
-    with open(os.path.join(a.out, "decode.csv"), "w", newline="") as f:
+    with open(os.path.join(a.out, f"{stem}.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
         w.writerows(rows)
-    with open(os.path.join(a.out, "decode.md"), "w") as f:
+    with open(os.path.join(a.out, f"{stem}.md"), "w") as f:
         f.write(f"copy ceiling {ceiling / 1e9:.0f} GB/s (read + write), GPU time by CUDA-graph replay; "
-                "per call = CUDA events around each call; floor = the same plan with valid length 0\n\n")
-        f.write(f"| B | Hq/Hkv | L | splits | ingot | % ceiling | per call | floor | cuDNN | % | flash | % | "
-                f"best peer / ingot | range over {a.rounds} rounds |\n")
-        f.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+                "per call = CUDA events around each call; floor = the same plan with valid length 0"
+                + (f"; ingot reads a paged cache (page size {paged}, random page table), contig = its "
+                   "contiguous plan on the same values" if paged else "") + "\n\n")
+        f.write(f"| B | Hq/Hkv | L | splits | ingot | % ceiling | per call | floor | "
+                + ("contig | " if paged else "")
+                + f"cuDNN | % | flash | % | best peer / ingot | range over {a.rounds} rounds |\n")
+        f.write("|---|---|---|---|---|---|---|---|" + ("---|" if paged else "") + "---|---|---|---|---|---|\n")
         for r in rows:
             f.write(f"| {r['B']} | {r['Hq']}/{r['Hkv']} | {r['L']} | {r['splits']} | {r['ingot_graph']:.2f} us | "
                     f"{r['ingot_bw']*100:.1f}% | {r['ingot_call']:.1f} us | {r['floor_graph']:.2f} us | "
-                    f"{r['cudnn_graph']:.2f} us | {r['cudnn_bw']*100:.1f}% | {r['flash_graph']:.2f} us | "
+                    + (f"{r['contig_graph']:.2f} us | " if paged else "")
+                    + f"{r['cudnn_graph']:.2f} us | {r['cudnn_bw']*100:.1f}% | {r['flash_graph']:.2f} us | "
                     f"{r['flash_bw']*100:.1f}% | {r['speedup']:.2f}x | {r['speedup_lo']:.3f}-{r['speedup_hi']:.3f} |\n")
-        f.write("\n" + judged)
+        if judged:
+            f.write("\n" + judged)
+    if paged:
+        return 0
     try:
         import matplotlib
         matplotlib.use("Agg")
