@@ -115,22 +115,19 @@ class Kernel:
         args = tuple(np.uint64(a) if isinstance(a, int) else a for a in args)
         threads = m["waves"] * 32
         st = stream or cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
-        if pdl:
-            launch_ex(self.split, (s * rb * hkv, 1, B), (threads, 1, 1), args, st.ptr, pdl=True)
-            if s > 1 and merge:
-                mt = LIMITS["INGOT_AD_MERGE_WAVES"] * 32
-                mx = (-(-rows_total * (D // 4) // mt) if s <= LIMITS["INGOT_AD_COMPACT_MERGE_SPLITS"]
-                      else rows_total * (D // 32))
-                launch_ex(self.merge, (mx, hkv, B), (mt, 1, 1), args, st.ptr, pdl=True)
-            return s
-        with st:
-            self.split((s * rb * hkv, 1, B), (threads,), args)
-            if s > 1 and merge:
-                # the merge's two modes, as the dispatch stub plans them
-                mt = LIMITS["INGOT_AD_MERGE_WAVES"] * 32
-                mx = (-(-rows_total * (D // 4) // mt) if s <= LIMITS["INGOT_AD_COMPACT_MERGE_SPLITS"]
-                      else rows_total * (D // 32))
-                self.merge((mx, hkv, B), (mt,), args)
+        # the merge's two modes, as the dispatch stub plans them
+        mt = LIMITS["INGOT_AD_MERGE_WAVES"] * 32
+        mx = (-(-rows_total * (D // 4) // mt) if s <= LIMITS["INGOT_AD_COMPACT_MERGE_SPLITS"]
+              else rows_total * (D // 32))
+        grids = [(self.split, (s * rb * hkv, 1, B), (threads, 1, 1))]
+        if s > 1 and merge:
+            grids.append((self.merge, (mx, hkv, B), (mt, 1, 1)))
+        for fn, grid, block in grids:
+            if pdl:  # programmatic, through cuLaunchKernelEx, as libingot launches on sm_90
+                launch_ex(fn, grid, block, args, st.ptr, pdl=True)
+            else:
+                with st:
+                    fn(grid, block, args)
         return s
 
 
