@@ -63,6 +63,10 @@ INGOT_DEVICE u32x4 load16(const void *p) { return *static_cast<const u32x4 *>(p)
 INGOT_DEVICE u32x4 load16_if(const void *p, bool pred) {
   return pred ? load16(p) : u32x4{0u, 0u, 0u, 0u};
 }
+// Loads of what the grid before may have written (see the NVIDIA side): plain loads here.
+INGOT_DEVICE int load_dep(const int *p) { return *p; }
+INGOT_DEVICE float load_dep(const float *p) { return *p; }
+INGOT_DEVICE u32x4 load16_dep_if(const void *p, bool pred) { return load16_if(p, pred); }
 constexpr bool kHasMma16816 = false;  // the tensor-core path is NVIDIA's; AMD runs the SIMT path
 // Programmatic dependent launch is NVIDIA's; on AMD the merge simply follows the split.
 INGOT_DEVICE void grid_dependency_wait() {}
@@ -111,6 +115,35 @@ INGOT_DEVICE u32x4 load16_if(const void *p, bool pred) {
       " @p ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n}"
       : "+r"(r.x), "+r"(r.y), "+r"(r.z), "+r"(r.w)
       : "l"(p), "r"((int)pred));
+  return r;
+}
+
+// Loads of what the grid before in the stream may have written (the lengths,
+// q, the workspace's partials), made after grid_dependency_wait: coherent
+// (.cg, cached in L2 only), never the read-only path. A read-only (.nc) load
+// promises the data is fixed for the kernel's whole life, so ptxas may move it
+// above griddepcontrol.wait; a programmatically launched grid starts while the
+// grid before still runs, and such a load could read the old value. The
+// read-only K and V loads above are safe after the wait only because their
+// addresses and predicates come from the length, loaded with load_dep.
+INGOT_DEVICE int load_dep(const int *p) {
+  int v;
+  asm volatile("ld.global.cg.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+INGOT_DEVICE float load_dep(const float *p) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
+  return v;
+}
+INGOT_DEVICE u32x4 load16_dep_if(const void *p, bool pred) {
+  u32x4 r = {0u, 0u, 0u, 0u};
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %5, 0;\n"
+      " @p ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];\n}"
+      : "+r"(r.x), "+r"(r.y), "+r"(r.z), "+r"(r.w)
+      : "l"(p), "r"((int)pred)
+      : "memory");
   return r;
 }
 

@@ -160,7 +160,7 @@ struct Lengths {
 template <class T>
 INGOT_DEVICE Lengths segment(const int *seq_lens, int b, int capacity, int split, int num_splits) {
   Lengths s;
-  int len = seq_lens[b];
+  int len = load_dep(seq_lens + b);
   len = len < 0 ? 0 : (len > capacity ? capacity : len);
   s.valid = len;
   const int tiles = (len + T::kTile - 1) / T::kTile;
@@ -289,7 +289,7 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
       const char *qp = static_cast<const char *>(q) +
                        2 * (b * q_stride_b + (long long)(hkv * T::kGroup + g) * q_stride_h +
                             i * q_stride_s + li * 8);
-      unpack8<DT>(load16(qp), qf[r]);
+      unpack8<DT>(load16_dep_if(qp, true), qf[r]);
 #pragma unroll
       for (int e = 0; e < 8; ++e) qf[r][e] *= qscale;
     } else {
@@ -499,7 +499,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
     const char *qp = static_cast<const char *>(q) +
                      2 * (b * q_stride_b + (long long)(hkv * T::kGroup + gq) * q_stride_h +
                           (long long)iq * q_stride_s + (qd + 4 * j) * 8);
-    const u32x4 w = load16_if(qp, row_ok);
+    const u32x4 w = load16_dep_if(qp, row_ok);
     qa[2 * j][0] = w.x;
     qa[2 * j][2] = w.y;
     qa[2 * j + 1][0] = w.z;
@@ -769,8 +769,8 @@ INGOT_DEVICE void merge_compact(INGOT_AD_PARAMS) {
 #pragma unroll
   for (int s = 0; s < kMax; ++s) {
     const bool live = s < S;
-    l[s] = live ? ws_lse[(long long)row * S + s] : kNegInf;
-    part[s] = load16_if(ws_o + ((long long)row * S + s) * D + c0, live);
+    l[s] = live ? load_dep(ws_lse + (long long)row * S + s) : kNegInf;
+    part[s] = load16_dep_if(ws_o + ((long long)row * S + s) * D + c0, live);
     m = max32(m, l[s]);
   }
   // A row no segment saw keeps 0 as its reference: exp2(-inf - 0) = 0, no NaN.
@@ -823,7 +823,7 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
 #pragma unroll
   for (int i = 0; i < kPer; ++i) {
     const int s = group + i * kGroups;
-    part[i] = load16_if(src + (long long)s * D, s < S);
+    part[i] = load16_dep_if(src + (long long)s * D, s < S);
   }
   if (tid < kWaveSize) {
     const float *l = ws_lse + (long long)row * S;
@@ -832,7 +832,7 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
 #pragma unroll
     for (int i = 0; i < kLsePer; ++i) {
       const int s = lane + i * kWaveSize;
-      lv[i] = s < S ? l[s] : kNegInf;
+      lv[i] = s < S ? load_dep(l + s) : kNegInf;
       m = max32(m, lv[i]);
     }
 #pragma unroll

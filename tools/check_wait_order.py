@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Static check of the packaged NVIDIA code objects: in every kernel, no global
+load comes before the grid dependency wait (griddepcontrol.wait, SASS ACQBULK).
+
+A programmatically launched grid starts while the grid before it in the stream
+still runs; whatever it reads before the wait may be that grid's old data. The
+kernels load what the grid before may write (the lengths, q, the partials) with
+coherent loads after the wait, but ptxas schedules the final code, and it may
+move a read-only (.nc) load above the wait. This reads the SASS to see where the
+loads ended up. Needs cuobjdump (the CUDA toolkit; on the GPU machine).
+
+Usage: python3 tools/check_wait_order.py PACKDIR   (exit 0: every kernel in order)
+"""
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+GLOBAL_LOAD = re.compile(r"\b(LDG|LD)(\.[A-Z0-9_:]+)*\b")
+WAIT = "ACQBULK"
+
+
+def cuobjdump():
+    for c in (shutil.which("cuobjdump"), "/usr/local/cuda/bin/cuobjdump"):
+        if c and os.path.exists(c):
+            return c
+    return None
+
+
+def check_sass(text):
+    """{function: problem or None} for one cubin's SASS."""
+    out, name, seen_wait, problem = {}, None, False, None
+    for line in text.splitlines():
+        m = re.search(r"Function : (\S+)", line)
+        if m:
+            if name is not None:
+                out[name] = problem or (None if seen_wait else "no griddepcontrol.wait")
+            name, seen_wait, problem = m.group(1), False, None
+            continue
+        if name is None or seen_wait or problem:
+            continue
+        # "        /*0120*/   @!P0 LDG.E.CONSTANT R2, desc[UR8][R2.64] ;   /* 0x... */"
+        code = line[line.find("*/") + 2:].split(";")[0].split() if "*/" in line else []
+        if code and code[0].startswith("@"):
+            code = code[1:]  # the predicate
+        if not code:
+            continue
+        if code[0] == WAIT:
+            seen_wait = True
+        elif GLOBAL_LOAD.fullmatch(code[0]):
+            problem = "global load before the wait: " + " ".join(code)
+    if name is not None:
+        out[name] = problem or (None if seen_wait else "no griddepcontrol.wait")
+    return out
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    tool = cuobjdump()
+    if tool is None:
+        print("check_wait_order: cuobjdump not found (CUDA toolkit); nothing checked", file=sys.stderr)
+        return 77
+    cubins = sorted(glob.glob(os.path.join(sys.argv[1], "code", "sm_*", "*.cubin")))
+    if not cubins:
+        print(f"check_wait_order: no NVIDIA code objects under {sys.argv[1]}/code", file=sys.stderr)
+        return 2
+    bad = funcs = 0
+    for path in cubins:
+        sass = subprocess.run([tool, "-sass", path], check=True, capture_output=True, text=True).stdout
+        for fn, problem in check_sass(sass).items():
+            funcs += 1
+            if problem:
+                bad += 1
+                print(f"FAIL {os.path.basename(path)} {fn}: {problem}")
+    print(f"check_wait_order: {len(cubins)} code objects, {funcs} kernels, {bad} with a load before the wait")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
