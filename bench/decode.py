@@ -160,16 +160,19 @@ def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling, calls=0, rounds=5, page_si
     stream = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
 
     # Check before timing: poisoned output, fresh inputs, float64 reference.
-    o.fill_(float("nan"))
-    plan.execute(bufs[0], ws, stream())
-    torch.cuda.synchronize()
     ref = reference(qs[0], ks[0], vs[0], lens.cpu())
-    err = (o.double() - ref).abs()
-    ok = bool((err <= ATOL + RTOL * ref.abs()).all()) and not bool(torch.isnan(o).any())
-    if not ok:
-        raise SystemExit(f"ingot output wrong at B={B} L={L}: max error {err.max().item():.4g}")
-    max_err = err.max().item()
-    del ref, err
+
+    def checked(p, b, what):
+        """Max error of plan p's execute on buffers b against ref; exits naming `what` if any is off."""
+        o.fill_(float("nan"))
+        p.execute(b, ws, stream())
+        torch.cuda.synchronize()
+        err = (o.double() - ref).abs()
+        if not bool((err <= ATOL + RTOL * ref.abs()).all()) or bool(torch.isnan(o).any()):
+            raise SystemExit(f"ingot {what}output wrong at B={B} L={L}: max error {err.max().item():.4g}")
+        return err.max().item()
+
+    max_err = checked(plan, bufs[0], "")
 
     res = {"B": B, "Hq": Hq, "Hkv": Hkv, "L": L, "layout": f"paged {page_size}" if page_size else "contiguous",
            "kernel": plan.kernel, "splits": plan.num_splits, "launches": plan.launches, "max_err": max_err,
@@ -182,13 +185,7 @@ def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling, calls=0, rounds=5, page_si
     calls = max(calls, nbuf)
     timers = {"ingot": GraphTimer(run, nbuf, calls), "floor": GraphTimer(run_floor, nbuf, calls)}
     if page_size:  # the contiguous plan on the same values, checked too
-        o.fill_(float("nan"))
-        contig.execute(contig_bufs[0], ws, stream())
-        torch.cuda.synchronize()
-        ref = reference(qs[0], ks[0], vs[0], lens.cpu())
-        if not bool(((o.double() - ref).abs() <= ATOL + RTOL * ref.abs()).all()):
-            raise SystemExit(f"ingot contiguous output wrong at B={B} L={L}")
-        del ref
+        checked(contig, contig_bufs[0], "contiguous ")
         res["contig_kernel"], res["contig_splits"] = contig.kernel, contig.num_splits
         run_contig = lambda i: contig.execute(contig_bufs[i], ws, stream())  # noqa: E731
         timers["contig"] = GraphTimer(run_contig, nbuf, calls)
@@ -230,7 +227,7 @@ def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling, calls=0, rounds=5, page_si
     ratios = [min(per_round[p][r] for p in peers) / per_round["ingot"][r] for r in range(rounds)] if peers else []
     res["speedup_lo"] = min(ratios) if ratios else float("nan")
     res["speedup_hi"] = max(ratios) if ratios else float("nan")
-    del timers, qs, ks, vs, kp, vp, bufs, floor_bufs, contig_bufs
+    del timers, qs, ks, vs, kp, vp, bufs, floor_bufs, contig_bufs, ref
     if page_size:
         del pks, pvs, tables
     torch.cuda.empty_cache()
@@ -303,7 +300,7 @@ def main():
                 "per call = CUDA events around each call; floor = the same plan with valid length 0"
                 + (f"; ingot reads a paged cache (page size {paged}, random page table), contig = its "
                    "contiguous plan on the same values" if paged else "") + "\n\n")
-        f.write(f"| B | Hq/Hkv | L | splits | ingot | % ceiling | per call | floor | "
+        f.write("| B | Hq/Hkv | L | splits | ingot | % ceiling | per call | floor | "
                 + ("contig | " if paged else "")
                 + f"cuDNN | % | flash | % | best peer / ingot | range over {a.rounds} rounds |\n")
         f.write("|---|---|---|---|---|---|---|---|" + ("---|" if paged else "") + "---|---|---|---|---|---|\n")
