@@ -460,14 +460,14 @@ def sweep(exp_pack, spec, reps=30, suffixes=("w4t16_tc", "w2t16_tcs2"), pdl=Fals
     nbuf, qs, ks, vs, o, kv_bytes = buffer_sets(B, hq, hkv, L)
     lens = torch.full((B,), L, device="cuda", dtype=torch.int32)
     ws = probe_workspace(B, hkv, max(splits))
+    zero = torch.zeros_like(lens)
     for kern in kerns:
-        ts = [f"s{sp}={time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0, ws=ws, splits=sp, pdl=pdl), nbuf, reps):.2f}"
-              for sp in splits]
-        ts += [f"s{sp}/split-only={time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0, ws=ws, splits=sp, merge=False, pdl=pdl), nbuf, reps):.1f}"
-               for sp in splits if sp > 1]
-        zero = torch.zeros_like(lens)
-        ts += [f"s{sp}/floor={time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, zero, None, False, L, 0, ws=ws, splits=sp, pdl=pdl), nbuf, reps):.2f}"
-               for sp in splits if pdl]
+        def timed(sp, ln=lens, merge=True):
+            return time_graph(lambda i: kern.run(qs[i], ks[i], vs[i], o, None, ln, None, False, L, 0, ws=ws,
+                                                 splits=sp, merge=merge, pdl=pdl), nbuf, reps)
+        ts = [f"s{sp}={timed(sp):.2f}" for sp in splits]
+        ts += [f"s{sp}/split-only={timed(sp, merge=False):.1f}" for sp in splits if sp > 1]
+        ts += [f"s{sp}/floor={timed(sp, ln=zero):.2f}" for sp in splits if pdl]
         print(f"sweep B={B} {hq}/{hkv} L={L} {kern.name.split('_contig_')[1]}: " + " ".join(ts), flush=True)
 
 
