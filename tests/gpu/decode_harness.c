@@ -236,8 +236,9 @@ static int valid_shape(const dh_shape *s, char *why, size_t why_size) {
   return 1;
 }
 
-int dh_case_create(dh_case *c, ingot_context *ctx, const dh_shape *s, uint64_t seed, dh_tail tail,
-                   char *why, size_t why_size) {
+/* The first half of dh_case_create: the sizes, the graph and its plan, no buffers. */
+static int case_plan(dh_case *c, ingot_context *ctx, const dh_shape *s, uint64_t seed, dh_tail tail,
+                     char *why, size_t why_size) {
   memset(c, 0, sizeof *c);
   why[0] = '\0';
   if (!valid_shape(s, why, why_size)) return -1;
@@ -289,6 +290,14 @@ int dh_case_create(dh_case *c, ingot_context *ctx, const dh_shape *s, uint64_t s
     return st == INGOT_NO_MATCH ? (int)INGOT_NO_MATCH : -1;
   }
   c->ws_size = ingot_plan_workspace_size(c->plan);
+  return 0;
+}
+
+int dh_case_create(dh_case *c, ingot_context *ctx, const dh_shape *s, uint64_t seed, dh_tail tail,
+                   char *why, size_t why_size) {
+  const int planned = case_plan(c, ctx, s, seed, tail, why, why_size);
+  if (planned != 0) return planned;
+  const int B = s->batch, ps = s->page_size;
 
   c->q = malloc(c->n_q * 2);
   c->o = malloc(c->n_q * 2);
@@ -683,6 +692,49 @@ dh_shape dh_shape_for_kernel(const dh_kernel *k, int capacity, ingot_mask mask) 
   s.mask = mask;
   s.lse = k->lse;
   return s;
+}
+
+int dh_case_for_kernel(dh_case *c, ingot_context *ctx, const dh_kernel *k, ingot_mask mask, int sq,
+                       uint64_t seed, dh_tail tail, char *why, size_t why_size) {
+  const int page = k->paged ? k->page_size : 1;
+  /* capacities inside the kernel's own range (whole pages), smallest first */
+  const int lo = k->capacity[0] > 2 * page ? k->capacity[0] : 2 * page;
+  int caps[3] = {256, 4096, 65536};
+  for (int i = 0; i < 3; ++i) {
+    if (caps[i] < lo) caps[i] = (int)(((int64_t)lo + page - 1) / page * page);
+    if (caps[i] > k->capacity[1]) caps[i] = k->capacity[1] / page * page;
+  }
+  static const int batches[] = {2, 4, 16};
+  /* Each graph is planned without buffers first; only the one that runs gets them. */
+  dh_shape first, pick;
+  int rc = -1, have_first = 0, have_pick = 0;
+  for (int i = 0; i < 3 && !have_pick; ++i) {
+    for (int j = 0; j < 3 && !have_pick; ++j) {
+      dh_shape s = dh_shape_for_kernel(k, caps[i], mask);
+      s.seq_q = sq;
+      s.batch = batches[j];
+      if (j > 0 && (int64_t)s.batch * s.capacity > 2 * 65536) continue; /* within batch 2 x 64K of reference work */
+      rc = case_plan(c, ctx, &s, seed, tail, why, why_size);
+      if (rc == (int)INGOT_NO_MATCH) continue;
+      if (rc != 0) break;
+      if (strcmp(ingot_plan_kernel_name(c->plan), k->name) == 0) pick = s, have_pick = 1;
+      if (!have_first) first = s, have_first = 1;
+      ingot_plan_destroy(c->plan);
+      memset(c, 0, sizeof *c);
+    }
+  }
+  if (rc == 0 || rc == (int)INGOT_NO_MATCH) {
+    rc = have_pick || have_first ? dh_case_create(c, ctx, have_pick ? &pick : &first, seed, tail, why, why_size)
+                                 : rc;
+  }
+  if (rc != 0) {
+    char reason[2048];
+    snprintf(reason, sizeof reason, "%s", why);
+    snprintf(why, why_size, "no plan for a graph of kernel %s (mask %d, Sq %d): %s", k->name,
+             (int)mask, sq, reason);
+    return -1;
+  }
+  return 0;
 }
 
 const dh_kernel *dh_find_kernel(const dh_kernel *ks, int n, int paged, int min_sq, int want_lse) {

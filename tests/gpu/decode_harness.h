@@ -152,6 +152,14 @@ int dh_pack_kernels(const char *pack_dir, const char *arch, dh_kernel **out);
 /* The shape that should select kernel k (Sq = max_sq, its dtype/D/group/layout). */
 dh_shape dh_shape_for_kernel(const dh_kernel *k, int capacity, ingot_mask mask);
 
+/* A case whose plan picks kernel k (dh_shape_for_kernel with this mask and Sq), trying a few
+ * capacities inside the kernel's range (256, 4096, 65536, clamped) and batch sizes (2, 4, 16:
+ * kernels of one rank split the graphs between them by the plan's model). Falls back to the
+ * first graph that plans at all, so the caller compares the plan's kernel with k. 0, or -1
+ * with the reason in why. */
+int dh_case_for_kernel(dh_case *c, ingot_context *ctx, const dh_kernel *k, ingot_mask mask, int sq,
+                       uint64_t seed, dh_tail tail, char *why, size_t why_size);
+
 /* The kernel a workflow test should use: paged or not, max_sq >= min_sq,
  * preferring one that admits capacity 64 (the tests' range starts there), then
  * bf16, D 128, group 4, with LSE when want_lse; NULL when none. */

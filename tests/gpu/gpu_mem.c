@@ -15,6 +15,8 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
 
 enum { CUDA_SUCCESS = 0 };
 enum { CU_STREAM_NON_BLOCKING = 1 };
@@ -47,6 +49,13 @@ enum { CU_STREAM_CAPTURE_MODE_GLOBAL = 0 };
   X(cuGraphLaunch, CUresult, (CUgraphExec, CUstream), "cuGraphLaunch")                          \
   X(cuGraphExecDestroy, CUresult, (CUgraphExec), "cuGraphExecDestroy")                          \
   X(cuGraphDestroy, CUresult, (CUgraph), "cuGraphDestroy")                                      \
+  X(cuModuleLoad, CUresult, (CUmodule *, const char *), "cuModuleLoad")                         \
+  X(cuModuleUnload, CUresult, (CUmodule), "cuModuleUnload")                                     \
+  X(cuModuleGetFunction, CUresult, (CUfunction *, CUmodule, const char *), "cuModuleGetFunction") \
+  X(cuLaunchKernel, CUresult,                                                                   \
+    (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,  \
+     void **, void **),                                                                         \
+    "cuLaunchKernel")                                                                           \
   X(cuGetErrorName, CUresult, (CUresult, const char **), "cuGetErrorName")
 
 static struct {
@@ -247,4 +256,41 @@ int gpu_graph_launch(void *graph_exec, void *stream) {
 void gpu_graph_destroy(void *graph_exec) {
   if (graph_exec == NULL || current() != 0) return;
   g_cu.cuGraphExecDestroy((CUgraphExec)graph_exec);
+}
+
+int gpu_module_load(const char *path, void **module) {
+  *module = NULL;
+  if (current() != 0) return -1;
+  CUmodule m = NULL;
+  CUresult res = g_cu.cuModuleLoad(&m, path);
+  if (res != CUDA_SUCCESS) {
+    fail("cuModuleLoad", res);
+    char why[sizeof g_error];
+    snprintf(why, sizeof why, "%s", g_error);
+    set_error("%s (%s)", why, path);
+    return -1;
+  }
+  *module = m;
+  return 0;
+}
+
+void gpu_module_unload(void *module) {
+  if (module == NULL || current() != 0) return;
+  g_cu.cuModuleUnload((CUmodule)module);
+}
+
+int gpu_module_function(void *module, const char *name, void **function) {
+  *function = NULL;
+  if (current() != 0) return -1;
+  CUfunction f = NULL;
+  CU("cuModuleGetFunction", g_cu.cuModuleGetFunction(&f, (CUmodule)module, name));
+  *function = f;
+  return 0;
+}
+
+int gpu_launch(void *function, unsigned grid, unsigned block, void **params, void *stream) {
+  if (current() != 0) return -1;
+  CU("cuLaunchKernel", g_cu.cuLaunchKernel((CUfunction)function, grid, 1, 1, block, 1, 1, 0,
+                                           (CUstream)stream, params, NULL));
+  return 0;
 }

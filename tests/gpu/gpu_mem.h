@@ -43,6 +43,14 @@ int gpu_capture_end(void *stream, void **graph_exec);
 int gpu_graph_launch(void *graph_exec, void *stream);
 void gpu_graph_destroy(void *graph_exec);
 
+/* A code object from a file (a cubin for the device's arch), one of its kernels,
+ * and a plain (not programmatic) launch of it on `stream` with the kernel's
+ * parameters as cuLaunchKernel takes them. */
+int gpu_module_load(const char *path, void **module);
+void gpu_module_unload(void *module);
+int gpu_module_function(void *module, const char *name, void **function);
+int gpu_launch(void *function, unsigned grid, unsigned block, void **params, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -20,43 +20,10 @@
 static int run(ingot_context *ctx, const dh_kernel *ks, int n, const dh_kernel *k, ingot_mask mask,
                int sq, uint64_t seed, void *stream, dh_stats *st, int *chosen) {
   *chosen = -1;
-  const int page = k->paged ? k->page_size : 1;
-  /* capacities inside the kernel's own range (whole pages), smallest first */
-  const int lo = k->capacity[0] > 2 * page ? k->capacity[0] : 2 * page;
-  int caps[3] = {256, 4096, 65536};
-  for (int i = 0; i < 3; ++i) {
-    if (caps[i] < lo) caps[i] = (int)(((int64_t)lo + page - 1) / page * page);
-    if (caps[i] > k->capacity[1]) caps[i] = k->capacity[1] / page * page;
-  }
-  /* Kernels of one rank (e.g. 4 and 8 waves) split the graphs between them by
-   * the plan's model, so a few batch sizes are tried too: the first graph whose
-   * plan picks this kernel runs, else the first that plans at all. */
-  static const int batches[] = {2, 4, 16};
   char why[4096] = "", label[256], d[160];
   dh_case c;
-  dh_shape first;
-  int rc = -1, have_first = 0, done = 0;
-  for (int i = 0; i < 3 && !done; ++i) {
-    for (int j = 0; j < 3 && !done; ++j) {
-      dh_shape s = dh_shape_for_kernel(k, caps[i], mask);
-      s.seq_q = sq;
-      s.batch = batches[j];
-      if (j > 0 && (int64_t)s.batch * s.capacity > 2 * 65536) continue; /* within batch 2 x 64K of reference work */
-      rc = dh_case_create(&c, ctx, &s, seed, DH_TAIL_POISON, why, sizeof why);
-      if (rc == (int)INGOT_NO_MATCH) continue;
-      if (rc != 0 || strcmp(ingot_plan_kernel_name(c.plan), k->name) == 0) {
-        done = 1; /* a failure to report, or this kernel's graph */
-        break;
-      }
-      if (!have_first) first = s, have_first = 1;
-      dh_case_destroy(&c);
-      rc = -1;
-    }
-  }
-  if (!done && have_first) rc = dh_case_create(&c, ctx, &first, seed, DH_TAIL_POISON, why, sizeof why);
-  if (rc != 0) {
-    fprintf(stderr, "FAIL: no plan for a graph of kernel %s (mask %d, Sq %d): %s\n", k->name,
-            (int)mask, sq, why);
+  if (dh_case_for_kernel(&c, ctx, k, mask, sq, seed, DH_TAIL_POISON, why, sizeof why) != 0) {
+    fprintf(stderr, "FAIL: %s\n", why);
     return 1;
   }
   const dh_kernel *picked = dh_kernel_named(ks, n, ingot_plan_kernel_name(c.plan));
