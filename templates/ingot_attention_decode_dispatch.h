@@ -68,6 +68,12 @@ static inline int64_t ingot_ad_ceil_div(int64_t a, int64_t b) { return (a + b - 
  * that differ only in their waves per workgroup compare in the same units: a
  * step is one chunk per wave, and resident and saturating count this kernel's
  * workgroups. In doubles (the products can pass 2^63). */
+/* percent % of n, rounded down, at least 1 (n up to INT64_MAX / 100 x 100 without overflow). */
+static inline int64_t ingot_ad_share(int64_t n, int percent) {
+  const int64_t v = n / 100 * percent + n % 100 * percent / 100;
+  return v < 1 ? 1 : v;
+}
+
 static inline double ingot_ad_round_time(int64_t n, int64_t cus, int64_t saturating, int64_t saturating_cus) {
   if (n == 0) return 0.0;
   const int64_t busy = n < cus ? n : cus;
@@ -179,10 +185,8 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
    * the end): the count of at most `most` with the least modelled time, taken
    * only when it saves a tenth or more. */
   {
-    int64_t saturating = resident / 100 * pol->saturating_percent + resident % 100 * pol->saturating_percent / 100;
-    if (saturating < 1) saturating = 1;
-    int64_t saturating_cus = cus / 100 * pol->saturating_cu_percent + cus % 100 * pol->saturating_cu_percent / 100;
-    if (saturating_cus < 1) saturating_cus = 1;
+    const int64_t saturating = ingot_ad_share(resident, pol->saturating_percent);
+    const int64_t saturating_cus = ingot_ad_share(cus, pol->saturating_cu_percent);
     const double start =
         ingot_ad_split_cost(base, splits, resident, cus, saturating, saturating_cus, g->capacity, tile);
     double best = start;
