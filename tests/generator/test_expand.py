@@ -166,6 +166,28 @@ class ExpansionRuleTest(unittest.TestCase):
         for arch in ("gfx942", "sm_90"):
             self.assertIn("/*stages*/ 3>", files[f"kernels/{arch}/{ring.name}.hip"])
 
+    def test_early_knob_names_and_renders_and_needs_the_register_pipeline(self):
+        (reg,) = expand(variant("v", extra="    knobs: {math: auto}\n")).instances
+        (early,) = expand(variant("v", extra="    knobs: {math: auto, early: 1}\n")).instances
+        self.assertEqual((reg.early, early.early), (0, 1))
+        self.assertEqual(early.name, "minimal_bf16_d128_g4_sq1_contig_w4t16_tce")
+        self.assertNotEqual(reg.code_key, early.code_key)
+        files = render_pack(expand(variant("v", extra="    knobs: {math: auto, early: 1}\n")))
+        self.assertIn("/*stages*/ 0, /*early*/ 1>", files[f"kernels/sm_90/{early.name}.hip"])
+        # Without the knob the kernel source names no early argument (the shipped pack's sources stay as they were).
+        files = render_pack(expand(variant("v", extra="    knobs: {math: auto}\n")))
+        self.assertIn("/*stages*/ 0>", files[f"kernels/sm_90/{reg.name}.hip"])
+        for extra, kv in (("    knobs: {early: 1}\n", "[contiguous]"),
+                          ("    knobs: {math: auto, waves: 2, stages: 2, early: 1}\n", "[contiguous]"),
+                          ("    knobs: {math: auto, early: 1}\n", "[paged]")):
+            pages = "      page_sizes: [16]\n" if kv == "[paged]" else ""
+            errs = expand_errors(variant("v", kv_layout=kv, extra=extra, extra_admit=pages))
+            self.assertEqual(len(errs), 1, errs)
+            self.assertIn("knobs.early", errs[0])
+            self.assertIn("early 1 needs math 'auto', stages 0 and a contiguous KV cache", errs[0])
+        errs = expand_errors(variant("v", extra="    knobs: {math: auto, early: 2}\n"))
+        self.assertTrue(errs and "early" in errs[0], errs)
+
     def test_max_rows_knob_caps_rows(self):
         (inst,) = expand(variant("v", extra="    knobs: {max_rows: 2}\n")).instances
         self.assertEqual((inst.rows, inst.rows_total), (2, 4))
