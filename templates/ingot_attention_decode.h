@@ -498,6 +498,9 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   // the first chunk's loads need not wait for it: they go out before the length's
   // load, bounded by the capacity (in bounds, any bytes); V past the segment's end
   // is zeroed once the length is known, and K there is masked by the scores' select.
+  // Coherent loads (load16_dep_if): their addresses do not come from the length,
+  // so read-only ones could be moved above the wait (ingot_arch.h), and the grid
+  // before may be the one that writes the newest token's K and V.
   u32x4 ekw[T::kEarly ? NU : 1][NKC], evw[T::kEarly ? NPV : 1][4][NVC];
   bool early = false;
   if constexpr (T::kEarly) {
@@ -511,7 +514,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
         const int pos = tok0 + 8 * u + g;
         const char *kp = kb + 2 * (long long)pos * k_stride_t + qd * 16;
 #pragma unroll
-        for (int j = 0; j < NKC; ++j) ekw[u][j] = load16_if(kp + j * 64, pos < capacity);
+        for (int j = 0; j < NKC; ++j) ekw[u][j] = load16_dep_if(kp + j * 64, pos < capacity);
       }
 #pragma unroll
       for (int p = 0; p < NPV; ++p)
@@ -520,7 +523,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
           const int pos = tok0 + 16 * p + 2 * qd + (t & 1) + 8 * (t >> 1);  // v_token(p, t) below
           const char *vp = vb + 2 * (long long)pos * v_stride_t + g * 16;
 #pragma unroll
-          for (int cc = 0; cc < NVC; ++cc) evw[p][t][cc] = load16_if(vp + cc * 128, pos < capacity);
+          for (int cc = 0; cc < NVC; ++cc) evw[p][t][cc] = load16_dep_if(vp + cc * 128, pos < capacity);
         }
     }
   }
