@@ -89,18 +89,46 @@ class Kernel:
         self.merge = self.mod.get_function(syms["merge"])
         self.meta = kd["metadata"]
         self.name = kd["name"]
+        # knob `trace` (instance name suffix x): records past the workspace's partials
+        self.traced = re.search(r"_tcs?\d*e?x$", self.name) is not None
+
+    def grids(self, B, hkv, s):
+        """Split and merge grid sizes (x, y, z) as the dispatch stub plans them."""
+        m = self.meta
+        rows_total = m["group"] * m["max_sq"]
+        rb = -(-rows_total // m["rows"])
+        D = m["head_dim"]
+        mt = LIMITS["INGOT_AD_MERGE_WAVES"] * 32
+        mx = (-(-rows_total * (D // 4) // mt) if s <= LIMITS["INGOT_AD_COMPACT_MERGE_SPLITS"]
+              else rows_total * (D // 32))
+        return (s * rb * hkv, 1, B), (mx, hkv, B)
+
+    def workspace_floats(self, B, hkv, s):
+        """The partials (workspace_block in the header), and the trace records when traced."""
+        m = self.meta
+        rows_total = m["group"] * m["max_sq"]
+        per = (rows_total * s + 3) // 4 * 4 + rows_total * s * m["head_dim"]
+        (sx, _, _), (mx, _, _) = self.grids(B, hkv, s)
+        words = 16 * sx * B + 8 * mx * hkv * B if self.traced else 0
+        return B * hkv * per + 2 * words
+
+    def trace_records(self, ws, B, hkv, s):
+        """The split records [n, 16] and merge records [m, 8] (uint64) of a traced kernel's workspace."""
+        (sx, _, _), (mx, _, _) = self.grids(B, hkv, s)
+        base = self.workspace_floats(B, hkv, s) - 2 * (16 * sx * B + 8 * mx * hkv * B)
+        words = ws[base:self.workspace_floats(B, hkv, s)].view(torch.int64).cpu().numpy().view(np.uint64)
+        return words[:16 * sx * B].reshape(-1, 16), words[16 * sx * B:].reshape(-1, 8)
 
     def run(self, q, k, v, o, lse, lens, ptable, causal, capacity, page_size, splits=None, ws=None,
             stream=None, merge=True, pdl=False):
         m = self.meta
         B, Hq, Sq, D = q.shape
         hkv = k.shape[2]
-        s, rb = plan_splits(m, B, hkv, capacity)
+        s, _ = plan_splits(m, B, hkv, capacity)
         if splits is not None:
             s = splits
-        rows_total = m["group"] * m["max_sq"]
-        if ws is None and s > 1:
-            ws = probe_workspace(B, hkv, s, rows_total, D)
+        if s > 1 and (ws is None or ws.numel() < self.workspace_floats(B, hkv, s)):
+            ws = torch.empty(self.workspace_floats(B, hkv, s), dtype=torch.float32, device="cuda")
         i64, i32 = np.int64, np.int32
         ks, vs, qs, os_ = k.stride(), v.stride(), q.stride(), o.stride()
         pt_stride = ptable.stride(0) if ptable is not None else 0
@@ -116,12 +144,10 @@ class Kernel:
         threads = m["waves"] * 32
         st = stream or cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
         # the merge's two modes, as the dispatch stub plans them
-        mt = LIMITS["INGOT_AD_MERGE_WAVES"] * 32
-        mx = (-(-rows_total * (D // 4) // mt) if s <= LIMITS["INGOT_AD_COMPACT_MERGE_SPLITS"]
-              else rows_total * (D // 32))
-        grids = [(self.split, (s * rb * hkv, 1, B), (threads, 1, 1))]
+        split_grid, merge_grid = self.grids(B, hkv, s)
+        grids = [(self.split, split_grid, (threads, 1, 1))]
         if s > 1 and merge:
-            grids.append((self.merge, (mx, hkv, B), (mt, 1, 1)))
+            grids.append((self.merge, merge_grid, (LIMITS["INGOT_AD_MERGE_WAVES"] * 32, 1, 1)))
         for fn, grid, block in grids:
             if pdl:  # programmatic, through cuLaunchKernelEx, as libingot launches on sm_90
                 launch_ex(fn, grid, block, args, st.ptr, pdl=True)
@@ -471,6 +497,58 @@ def sweep(exp_pack, spec, reps=30, suffixes=("w4t16_tc", "w2t16_tcs2"), pdl=Fals
         print(f"sweep B={B} {hq}/{hkv} L={L} {kern.name.split('_contig_')[1]}: " + " ".join(ts), flush=True)
 
 
+def trace(exp_pack, spec, suffixes=("w4t16_tcx", "w2t16_tcs2x"), calls=20):
+    """Where a call's time goes, workgroup by workgroup (kernels with the knob `trace`):
+    spec 'B,Hq,Hkv,L:splits'. `calls` programmatic calls back to back, as libingot launches,
+    alternating two workspaces so that the last two calls' records survive; prints, for the
+    last call, each phase's spread over its workgroups (global timer, us) and the hand-offs
+    between the grids."""
+    shape, s = spec.split(":")
+    B, hq, hkv, L = (int(x) for x in shape.split(","))
+    S = int(s)
+    kdp = json.load(open(os.path.join(exp_pack, "experiments.kdp.json")))
+    kerns = [Kernel(exp_pack, kd) for kd in kdp["kernelDescriptors"]
+             if "_contig_" in kd["name"] and kd["name"].endswith(tuple(suffixes))]
+    nbuf, qs, ks, vs, o, kv_bytes = buffer_sets(B, hq, hkv, L)
+    lens = torch.full((B,), L, device="cuda", dtype=torch.int32)
+    pct = lambda x: "/".join(f"{np.percentile(x, p) / 1e3:.2f}" for p in (0, 50, 90, 100))
+    for kern in kerns:
+        assert kern.traced and S > 1, f"{kern.name}: --trace needs a traced kernel and 2 or more segments"
+        if not check_experiment(kern, 2, 4096, True):
+            continue
+        wss = [torch.zeros(kern.workspace_floats(B, hkv, S), dtype=torch.float32, device="cuda") for _ in range(2)]
+        for _ in range(3):  # the first rounds warm up; the records are the last round's
+            for c in range(calls):
+                i = c % nbuf
+                kern.run(qs[i], ks[i], vs[i], o, None, lens, None, False, L, 0, ws=wss[c % 2], splits=S, pdl=True)
+        torch.cuda.synchronize()
+        (px, pm), (x, m) = (kern.trace_records(wss[c % 2], B, hkv, S) for c in (calls - 2, calls - 1))
+        x, m, px, pm = (a.astype(np.int64) for a in (x, m, px, pm))
+        t0 = x[:, 3].min()  # the last call's first release from its wait
+        ns = np.unique(np.concatenate([x[:, 2:8].ravel(), m[:, 2:5].ravel()]))
+        ghz = np.median((x[:, 12] - x[:, 10]) / np.maximum(x[:, 6] - x[:, 4], 1))
+        per_sm = np.bincount(x[:, 0].astype(np.int64))
+        print(f"trace {kern.name.split('_contig_')[1]} B={B} {hq}/{hkv} L={L} S={S}: {len(x)} split and "
+              f"{len(m)} merge workgroups, {kv_bytes / 1e6:.1f} MB; timer step {np.diff(ns).min() if len(ns) > 1 else 0} ns, "
+              f"SM clock {ghz:.2f} GHz; workgroups per SM {per_sm[per_sm > 0].min()}..{per_sm.max()} on "
+              f"{(per_sm > 0).sum()} SMs", flush=True)
+        print(f"  period: this call's first release - the previous call's: {(t0 - px[:, 3].min()) / 1e3:.2f} us; "
+              f"previous merge's last end -> this split's first release {(t0 - pm[:, 4].max()) / 1e3:.2f} us", flush=True)
+        rows = [("split start (from the first release)", x[:, 2] - t0), ("split release from the wait", x[:, 3] - t0),
+                ("length known - release", x[:, 4] - x[:, 3]), ("first chunk done - length known", x[:, 5] - x[:, 4]),
+                ("loop end - length known", x[:, 6] - x[:, 4]), ("end - loop end", x[:, 7] - x[:, 6]),
+                ("split end (from the first release)", x[:, 7] - t0),
+                ("merge start (from the last split end)", m[:, 2] - x[:, 7].max()),
+                ("merge release (from the last split end)", m[:, 3] - x[:, 7].max()),
+                ("merge end (from the last split end)", m[:, 4] - x[:, 7].max())]
+        for label, v in rows:
+            print(f"  {label:42} us min/median/p90/max {pct(v)}", flush=True)
+        ends = np.array([x[x[:, 0] == sm, 7].max() for sm in np.unique(x[:, 0])]) - t0
+        print(f"  {'last end per SM (from the first release)':42} us min/median/p90/max {pct(ends)}; "
+              f"K and V over the split's span (first release to last end): "
+              f"{kv_bytes / max(1, x[:, 7].max() - t0) / 1e3:.2f} TB/s", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("pack")
@@ -493,10 +571,18 @@ def main():
                     "(kernels of --experiments), then exit")
     ap.add_argument("--compare", default=None, metavar="PACK", help="time --kernel against the one in PACK, then exit")
     ap.add_argument("--floor", action="store_true", help="time the fixed cost's parts, then exit")
+    ap.add_argument("--trace", action="append", default=[], metavar="B,HQ,HKV,L:S",
+                    help="per-workgroup phases of the traced experiment kernels (--kernels, default "
+                    "w4t16_tcx,w2t16_tcs2x), then exit")
     ap.add_argument("--pdl", action="store_true", help="--sweep launches programmatically (as libingot "
                     "does on sm_90) and adds each count's floor (valid length 0)")
     a = ap.parse_args()
     Ls = [int(x) for x in a.lengths.split(",")]
+    if a.trace:
+        kinds = a.kernels.split(",") if a.kernels != ap.get_default("kernels") else ["w4t16_tcx", "w2t16_tcs2x"]
+        for spec in a.trace:
+            trace(a.experiments, spec, suffixes=kinds)
+        return 0
     if a.sweep:
         for spec in a.sweep:
             sweep(a.experiments, spec, suffixes=a.kernels.split(","), pdl=a.pdl)

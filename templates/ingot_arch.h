@@ -81,6 +81,12 @@ INGOT_DEVICE void copy16_async(void *lds, const void *p, bool pred);
 INGOT_DEVICE void async_commit();
 template <int N>
 INGOT_DEVICE void async_wait();
+// Declared so the experiment knob `trace` parses; the generator allows it on NVIDIA archs only.
+INGOT_DEVICE void stamp_after(int dep, unsigned long long &ns, unsigned long long &clk);
+INGOT_DEVICE unsigned sm_id();
+INGOT_DEVICE int grid_x();
+INGOT_DEVICE int grid_y();
+INGOT_DEVICE int grid_z();
 INGOT_DEVICE float fast_exp2(float x) { return __builtin_amdgcn_exp2f(x); }
 INGOT_DEVICE float max32(float a, float b) { return __builtin_fmaxf(a, b); }
 INGOT_DEVICE float fast_rcp(float x) { return __builtin_amdgcn_rcpf(x); }
@@ -157,6 +163,20 @@ constexpr bool kHasMma16816 = true;
 // attribute both are no-ops.
 INGOT_DEVICE void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 INGOT_DEVICE void launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" :::); }
+// Experiment knob `trace` (bench/kernel_probe.py --trace): the global nanosecond
+// timer (one clock for every SM) and this SM's cycle counter, read once dep is
+// available and in order with the memory operations around them.
+INGOT_DEVICE void stamp_after(int dep, unsigned long long &ns, unsigned long long &clk) {
+  asm volatile("mov.u64 %0, %%globaltimer;\n\tmov.u64 %1, %%clock64;" : "=l"(ns), "=l"(clk) : "r"(dep) : "memory");
+}
+INGOT_DEVICE unsigned sm_id() {
+  unsigned s;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+  return s;
+}
+INGOT_DEVICE int grid_x() { return gridDim.x; }
+INGOT_DEVICE int grid_y() { return gridDim.y; }
+INGOT_DEVICE int grid_z() { return gridDim.z; }
 template <int DT>
 INGOT_DEVICE void mma16816(float (&c)[4], const u32 (&a)[4], u32 b0, u32 b1) {
   if (DT == 0) {

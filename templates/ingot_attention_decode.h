@@ -59,7 +59,7 @@ enum Math { kMathSimt = 0, kMathAuto = 1 };
 
 template <int DTYPE_, int HEAD_DIM_, int GROUP_, int MAX_SQ_, int ROWS_, bool PAGED_, int WAVES_,
           int TOKENS_PER_WAVE_, int OCCUPANCY_ = 0, int MATH_ = kMathSimt, int STAGES_ = 0,
-          int EARLY_ = 0>
+          int EARLY_ = 0, int TRACE_ = 0>
 struct DecodeTraits {
   // kMathAuto: tensor cores where the arch has them (sm_90: mma.sync), else the SIMT path.
   static constexpr bool kUseMma = MATH_ == kMathAuto && kHasMma16816;
@@ -72,6 +72,11 @@ struct DecodeTraits {
   // valid length's, bounded by the capacity, instead of one round trip after it.
   static constexpr bool kEarly = EARLY_ != 0 && kUseMma && kStages == 0 && !PAGED_;
   static_assert(EARLY_ == 0 || EARLY_ == 1, "early: 0 or 1");
+  // Experiment (knob `trace`; tensor-core path, NVIDIA): each split and merge
+  // workgroup stamps its phases into a record past the workspace's partials
+  // (trace_base below; bench/kernel_probe.py --trace reads them).
+  static constexpr bool kTrace = TRACE_ != 0 && kUseMma;
+  static_assert(TRACE_ == 0 || TRACE_ == 1, "trace: 0 or 1");
   static constexpr int kOccupancy = OCCUPANCY_;  // workgroups per CU the build aims for (0: no hint)
   static constexpr int kDType = DTYPE_;
   static constexpr int kHeadDim = HEAD_DIM_;
@@ -202,6 +207,17 @@ template <class T>
 INGOT_DEVICE long long workspace_block(int b, int hkv, int num_kv_heads, int num_splits) {
   const long long per = lse_floats<T>(num_splits) + (long long)T::kRowsTotal * num_splits * T::kHeadDim;
   return ((long long)b * num_kv_heads + hkv) * per;
+}
+
+// Knob `trace`: the records sit past the partials of every (sequence, KV head),
+// 16 words per split workgroup (sm, tokens, then global-timer ns and SM cycles at
+// its start, after the wait, once the length is known, after its first chunk,
+// after its loop, at its end), then 8 per merge workgroup (sm, index, then ns and
+// cycles at its start, after the wait, at its end). Written only with a workspace.
+template <class T>
+INGOT_DEVICE unsigned long long *trace_base(float *workspace, int num_kv_heads, int num_splits) {
+  return reinterpret_cast<unsigned long long *>(workspace +
+                                                workspace_block<T>(grid_z(), 0, num_kv_heads, num_splits));
 }
 
 // ---- split kernel ----------------------------------------------------------------
@@ -492,7 +508,10 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   const int split = block_x() / T::kRowBlocks / num_kv_heads;
   const int b = block_z();
   const bool causal = (flags & kFlagCausal) != 0;
+  unsigned long long tns[6] = {}, tclk[6] = {};  // knob `trace`: the phases' stamps
+  if constexpr (T::kTrace) stamp_after(0, tns[0], tclk[0]);
   grid_dependency_wait();  // as in the SIMT path
+  if constexpr (T::kTrace) stamp_after(0, tns[1], tclk[1]);
   // kEarly: when num_splits tiles cover the capacity, every segment is at most one
   // tile and starts at split * kTile whatever the length (segment() below), so
   // the first chunk's loads need not wait for it: they go out before the length's
@@ -545,6 +564,10 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
     qa[2 * j + 1][0] = w.z;
     qa[2 * j + 1][2] = w.w;
     qa[2 * j][1] = qa[2 * j][3] = qa[2 * j + 1][1] = qa[2 * j + 1][3] = 0u;
+  }
+  if constexpr (T::kTrace) {  // after q's loads are issued: waits for the length only
+    stamp_after(seg.end, tns[2], tclk[2]);
+    tns[3] = tns[2], tclk[3] = tclk[2];  // no chunk: the first chunk's stamp is the length's
   }
   const float qscale = scale * kLog2e;
   const int limit = row_ok ? row_limit<T>(row, seg.valid, sq, causal) : 0;
@@ -683,6 +706,8 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
       u32x4 kn[NU][NKC], vn[NPV][4][NVC];
       load_chunk(tok0 + T::kTile, kn, vn);
       consume(tok0, kw, vw);
+      if constexpr (T::kTrace)
+        if (tile == seg.begin) stamp_after((int)float_to_bits(run_max), tns[3], tclk[3]);
 #pragma unroll
       for (int u = 0; u < NU; ++u)
 #pragma unroll
@@ -743,12 +768,15 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
           for (int cc = 0; cc < NVC; ++cc)
             vw[p][t][cc] = *reinterpret_cast<const u32x4 *>(v_at(stage, v_token(p, t), g + 8 * cc));
       consume(tile + wave * C, kw, vw);
+      if constexpr (T::kTrace)
+        if (tile == seg.begin) stamp_after((int)float_to_bits(run_max), tns[3], tclk[3]);
       slot = slot == NS - 1 ? 0 : slot + 1;
     }
     async_wait<0>();
     sync_block();  // every wave is past its ring: the results may reuse it
   }
 
+  if constexpr (T::kTrace) stamp_after((int)float_to_bits(run_sum), tns[4], tclk[4]);
   // The quad's partial sums of row g; lane (g, qd) holds columns 2qd + e of each n tile.
   run_sum += shfl_xor(run_sum, 1);
   run_sum += shfl_xor(run_sum, 2);
@@ -768,6 +796,17 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   // would let waiting merge workgroups take slots from a second split wave.
   launch_dependents();
   finish_split<T>(sh, tid, b, hkv, split, row0, INGOT_AD_ARGS);
+  if constexpr (T::kTrace) {
+    stamp_after(0, tns[5], tclk[5]);
+    if (tid == 0 && workspace != nullptr) {
+      unsigned long long *rec =
+          trace_base<T>(workspace, num_kv_heads, num_splits) + 16 * ((long long)block_z() * grid_x() + block_x());
+      rec[0] = sm_id();
+      rec[1] = (unsigned long long)(seg.end - seg.begin);
+#pragma unroll
+      for (int i = 0; i < 6; ++i) rec[2 + i] = tns[i], rec[8 + i] = tclk[i];
+    }
+  }
 }
 
 template <class T>
@@ -857,10 +896,29 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
   // Launched programmatically, this grid may start before the split grid ends.
   // Once it has, the next grid in the stream may be scheduled: it waits for
   // this one's completion in turn.
+  unsigned long long mns[3] = {}, mclk[3] = {};  // knob `trace`
+  if constexpr (T::kTrace) stamp_after(0, mns[0], mclk[0]);
   grid_dependency_wait();
+  if constexpr (T::kTrace) stamp_after(0, mns[1], mclk[1]);
   launch_dependents();
+  // Knob `trace`: this workgroup's record, once its work is issued.
+  auto trace_end = [&]() {
+    if constexpr (T::kTrace) {
+      stamp_after(0, mns[2], mclk[2]);
+      if (thread_id() == 0 && workspace != nullptr) {
+        const long long split_blocks = (long long)T::kRowBlocks * num_kv_heads * num_splits * grid_z();
+        const long long index = ((long long)block_z() * grid_y() + block_y()) * grid_x() + block_x();
+        unsigned long long *rec = trace_base<T>(workspace, num_kv_heads, num_splits) + 16 * split_blocks + 8 * index;
+        rec[0] = sm_id();
+        rec[1] = (unsigned long long)index;
+#pragma unroll
+        for (int i = 0; i < 3; ++i) rec[2 + i] = mns[i], rec[5 + i] = mclk[i];
+      }
+    }
+  };
   if (num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS) {
     merge_compact<T>(INGOT_AD_ARGS);
+    trace_end();
     return;
   }
   constexpr int D = T::kHeadDim, kCols = 32, kQuads = kCols / 4, kGroups = T::kMergeThreads / kQuads;
@@ -935,6 +993,7 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
     store_row<T>(o, lse, b, hkv, row, c0 + tid, out, sh.lse2, sq, num_kv_heads, o_stride_b,
                  o_stride_h, o_stride_s, flags);
   }
+  trace_end();
 }
 
 }  // namespace ingot

@@ -235,7 +235,7 @@ def _expand_variant(cfg, var, vpath, archs, ctx):
             batch=tuple(admit["batch"]), seq_q=tuple(seq_q), capacity=tuple(admit["capacity"]),
             page_sizes=tuple(sorted(admit["page_sizes"] or [])) if point["kv_layout"] == "paged" else (),
             masks=tuple(sorted(admit["masks"])), lse=admit["lse"], archs=tuple(a.name for a in archs),
-            early=knobs["early"])
+            early=knobs["early"], trace=knobs["trace"])
         if not _check_instance_fits(inst, archs, vpath, ctx):
             return []
         out.append(inst)
@@ -260,6 +260,11 @@ def _check_instance_fits(inst, archs, vpath, ctx):
                   f"cache (the tensor-core register pipeline; a paged cache's pages past the valid "
                   f"length are not known); instance {inst.name} has math '{inst.math}', stages "
                   f"{inst.stages}, kv_layout '{inst.kv_layout}'")
+        return False
+    if inst.trace and (inst.math != "auto" or any(a.vendor != "nvidia" for a in archs)):
+        ctx.error(vpath + ("knobs", "trace"), f"trace 1 needs math 'auto' and NVIDIA archs only (its "
+                  f"stamps are in the tensor-core path); instance {inst.name} has math '{inst.math}', "
+                  f"archs {', '.join(a.name for a in archs)} (a variant may name `archs: [sm_90]`)")
         return False
     for arch in archs:
         lpt = inst.head_dim // 8

@@ -188,6 +188,21 @@ class ExpansionRuleTest(unittest.TestCase):
         errs = expand_errors(variant("v", extra="    knobs: {math: auto, early: 2}\n"))
         self.assertTrue(errs and "early" in errs[0], errs)
 
+    def test_trace_knob_names_renders_and_needs_nvidia_tensor_cores(self):
+        extra = "    archs: [sm_90]\n    knobs: {math: auto, trace: 1}\n"
+        (inst,) = expand(variant("v", extra=extra)).instances
+        self.assertEqual((inst.trace, inst.early), (1, 0))
+        self.assertEqual(inst.name, "minimal_bf16_d128_g4_sq1_contig_w4t16_tcx")
+        files = render_pack(expand(variant("v", extra=extra)))
+        self.assertIn("/*stages*/ 0, /*early*/ 0, /*trace*/ 1>", files[f"kernels/sm_90/{inst.name}.hip"])
+        (both,) = expand(variant("v", extra="    archs: [sm_90]\n    knobs: {math: auto, early: 1, trace: 1}\n")).instances
+        self.assertEqual(both.name, "minimal_bf16_d128_g4_sq1_contig_w4t16_tcex")
+        for extra in ("    knobs: {math: auto, trace: 1}\n",  # the pack's AMD archs too
+                      "    archs: [sm_90]\n    knobs: {trace: 1}\n"):
+            errs = expand_errors(variant("v", extra=extra))
+            self.assertEqual(len(errs), 1, errs)
+            self.assertIn("knobs.trace: trace 1 needs math 'auto' and NVIDIA archs only", errs[0])
+
     def test_max_rows_knob_caps_rows(self):
         (inst,) = expand(variant("v", extra="    knobs: {max_rows: 2}\n")).instances
         self.assertEqual((inst.rows, inst.rows_total), (2, 4))
