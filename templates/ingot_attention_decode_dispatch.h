@@ -56,6 +56,12 @@ static inline int64_t ingot_ad_ceil_div(int64_t a, int64_t b) { return (a + b - 
  * step of a saturated round about 1.1 us (docs/PERFORMANCE.md). */
 #define INGOT_AD_MERGE_STEPS 2.0
 
+/* percent % of n, rounded down, at least 1 (n up to INT64_MAX / 100 x 100 without overflow). */
+static inline int64_t ingot_ad_share(int64_t n, int percent) {
+  const int64_t v = n / 100 * percent + n % 100 * percent / 100;
+  return v < 1 ? 1 : v;
+}
+
 /* The time model of a plan, in tile steps of one workgroup. base x splits
  * equal segments run in rounds of `resident` workgroups; a round streams one
  * segment (its tiles plus one: the first load's latency) in the time of the
@@ -68,12 +74,6 @@ static inline int64_t ingot_ad_ceil_div(int64_t a, int64_t b) { return (a + b - 
  * that differ only in their waves per workgroup compare in the same units: a
  * step is one chunk per wave, and resident and saturating count this kernel's
  * workgroups. In doubles (the products can pass 2^63). */
-/* percent % of n, rounded down, at least 1 (n up to INT64_MAX / 100 x 100 without overflow). */
-static inline int64_t ingot_ad_share(int64_t n, int percent) {
-  const int64_t v = n / 100 * percent + n % 100 * percent / 100;
-  return v < 1 ? 1 : v;
-}
-
 static inline double ingot_ad_round_time(int64_t n, int64_t cus, int64_t saturating, int64_t saturating_cus) {
   if (n == 0) return 0.0;
   const int64_t busy = n < cus ? n : cus;
