@@ -512,6 +512,9 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   if constexpr (T::kTrace) stamp_after(0, tns[0], tclk[0]);
   grid_dependency_wait();  // as in the SIMT path
   if constexpr (T::kTrace) stamp_after(0, tns[1], tclk[1]);
+  // Fragment positions: K of token 8u + g, chunks qd + 4j; V of tokens
+  // 16p + 2qd + (t & 1) + 8(t >> 1), chunks g + 8cc.
+  auto v_token = [&](int p, int t) { return 16 * p + 2 * qd + (t & 1) + 8 * (t >> 1); };
   // kEarly: when num_splits tiles cover the capacity, every segment is at most one
   // tile and starts at split * kTile whatever the length (segment() below), so
   // the first chunk's loads need not wait for it: they go out before the length's
@@ -539,7 +542,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
       for (int p = 0; p < NPV; ++p)
 #pragma unroll
         for (int t = 0; t < 4; ++t) {
-          const int pos = tok0 + 16 * p + 2 * qd + (t & 1) + 8 * (t >> 1);  // v_token(p, t) below
+          const int pos = tok0 + v_token(p, t);
           const char *vp = vb + 2 * (long long)pos * v_stride_t + g * 16;
 #pragma unroll
           for (int cc = 0; cc < NVC; ++cc) evw[p][t][cc] = load16_dep_if(vp + cc * 128, pos < capacity);
@@ -656,9 +659,6 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
       }
     }
   };
-  // Fragment positions: K of token 8u + g, chunks qd + 4j; V of tokens
-  // 16p + 2qd + (t & 1) + 8(t >> 1), chunks g + 8cc.
-  auto v_token = [&](int p, int t) { return 16 * p + 2 * qd + (t & 1) + 8 * (t >> 1); };
 
   if constexpr (NS == 0) {
     // The next chunk's K and V are in flight in registers while this one is used.
@@ -695,12 +695,9 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
 #pragma unroll
             for (int cc = 0; cc < NVC; ++cc) vw[p][t][cc] = live ? evw[p][t][cc] : u32x4{0u, 0u, 0u, 0u};
           }
-      } else {
-        load_chunk(seg.begin + wave * C, kw, vw);
       }
-    } else {
-      load_chunk(seg.begin + wave * C, kw, vw);
     }
+    if (!early) load_chunk(seg.begin + wave * C, kw, vw);
     for (int tile = seg.begin; tile < seg.end; tile += T::kTile) {
       const int tok0 = tile + wave * C;
       u32x4 kn[NU][NKC], vn[NPV][4][NVC];
