@@ -33,11 +33,15 @@ def _limits():
 LIMITS = _limits()
 
 
+def partials_floats(B, hkv, splits, rows_total=4, D=128):
+    """The kernels' workspace layout (workspace_block): per (sequence, KV head) the lse
+    partials, padded to 4 floats, then the O partials."""
+    return B * hkv * ((rows_total * splits + 3) // 4 * 4 + rows_total * splits * D)
+
+
 def probe_workspace(B, hkv, splits, rows_total=4, D=128):
-    """A workspace in the kernels' layout (workspace_block): per (sequence, KV head)
-    the lse partials, padded to 4 floats, then the O partials."""
-    per = (rows_total * splits + 3) // 4 * 4 + rows_total * splits * D
-    return torch.empty(B * hkv * per, dtype=torch.float32, device="cuda")
+    """A workspace for the partials of `splits` segments."""
+    return torch.empty(partials_floats(B, hkv, splits, rows_total, D), dtype=torch.float32, device="cuda")
 
 
 def plan_splits(meta, B, hkv, capacity, cus=132, ctas_per_cu=2, min_tiles=1, wave=32):
@@ -103,21 +107,24 @@ class Kernel:
               else rows_total * (D // 32))
         return (s * rb * hkv, 1, B), (mx, hkv, B)
 
-    def workspace_floats(self, B, hkv, s):
-        """The partials (workspace_block in the header), and the trace records when traced."""
-        m = self.meta
-        rows_total = m["group"] * m["max_sq"]
-        per = (rows_total * s + 3) // 4 * 4 + rows_total * s * m["head_dim"]
+    def trace_words(self, B, hkv, s):
+        """The trace records' 64-bit words (header: trace_base): 16 per split workgroup, 8 per merge one."""
         (sx, _, _), (mx, _, _) = self.grids(B, hkv, s)
-        words = 16 * sx * B + 8 * mx * hkv * B if self.traced else 0
-        return B * hkv * per + 2 * words
+        return 16 * sx * B, 8 * mx * hkv * B
+
+    def workspace_floats(self, B, hkv, s):
+        """The partials, and the trace records when traced."""
+        m = self.meta
+        partials = partials_floats(B, hkv, s, m["group"] * m["max_sq"], m["head_dim"])
+        return partials + (2 * sum(self.trace_words(B, hkv, s)) if self.traced else 0)
 
     def trace_records(self, ws, B, hkv, s):
         """The split records [n, 16] and merge records [m, 8] (uint64) of a traced kernel's workspace."""
-        (sx, _, _), (mx, _, _) = self.grids(B, hkv, s)
-        base = self.workspace_floats(B, hkv, s) - 2 * (16 * sx * B + 8 * mx * hkv * B)
-        words = ws[base:self.workspace_floats(B, hkv, s)].view(torch.int64).cpu().numpy().view(np.uint64)
-        return words[:16 * sx * B].reshape(-1, 16), words[16 * sx * B:].reshape(-1, 8)
+        m = self.meta
+        base = partials_floats(B, hkv, s, m["group"] * m["max_sq"], m["head_dim"])
+        split_words, merge_words = self.trace_words(B, hkv, s)
+        words = ws[base:base + 2 * (split_words + merge_words)].view(torch.int64).cpu().numpy().view(np.uint64)
+        return words[:split_words].reshape(-1, 16), words[split_words:].reshape(-1, 8)
 
     def run(self, q, k, v, o, lse, lens, ptable, causal, capacity, page_size, splits=None, ws=None,
             stream=None, merge=True, pdl=False):
@@ -497,7 +504,10 @@ def sweep(exp_pack, spec, reps=30, suffixes=("w4t16_tc", "w2t16_tcs2"), pdl=Fals
         print(f"sweep B={B} {hq}/{hkv} L={L} {kern.name.split('_contig_')[1]}: " + " ".join(ts), flush=True)
 
 
-def trace(exp_pack, spec, suffixes=("w4t16_tcx", "w2t16_tcs2x"), calls=20):
+TRACED_KERNELS = ("w4t16_tcx", "w2t16_tcs2x")  # --trace's default: the traced 4-wave kernel and ring
+
+
+def trace(exp_pack, spec, suffixes=TRACED_KERNELS, calls=20):
     """Where a call's time goes, workgroup by workgroup (kernels with the knob `trace`):
     spec 'B,Hq,Hkv,L:splits'. `calls` programmatic calls back to back, as libingot launches,
     alternating two workspaces so that the last two calls' records survive; prints, for the
@@ -579,7 +589,7 @@ def main():
     a = ap.parse_args()
     Ls = [int(x) for x in a.lengths.split(",")]
     if a.trace:
-        kinds = a.kernels.split(",") if a.kernels != ap.get_default("kernels") else ["w4t16_tcx", "w2t16_tcs2x"]
+        kinds = a.kernels.split(",") if a.kernels != ap.get_default("kernels") else TRACED_KERNELS
         for spec in a.trace:
             trace(a.experiments, spec, suffixes=kinds)
         return 0
