@@ -723,10 +723,8 @@ int dh_case_for_kernel(dh_case *c, ingot_context *ctx, const dh_kernel *k, ingot
       memset(c, 0, sizeof *c);
     }
   }
-  if (rc == 0 || rc == (int)INGOT_NO_MATCH) {
-    rc = have_pick || have_first ? dh_case_create(c, ctx, have_pick ? &pick : &first, seed, tail, why, why_size)
-                                 : rc;
-  }
+  if ((rc == 0 || rc == (int)INGOT_NO_MATCH) && (have_pick || have_first))
+    rc = dh_case_create(c, ctx, have_pick ? &pick : &first, seed, tail, why, why_size);
   if (rc != 0) {
     char reason[2048];
     snprintf(reason, sizeof reason, "%s", why);
