@@ -125,28 +125,33 @@ INGOT_DEVICE u32x4 load16_if(const void *p, bool pred) {
 }
 
 // Loads of what the grid before in the stream may have written (the lengths,
-// q, the workspace's partials), made after grid_dependency_wait: coherent
-// (.cg, cached in L2 only), never the read-only path. A read-only (.nc) load
-// promises the data is fixed for the kernel's whole life, so ptxas may move it
-// above griddepcontrol.wait; a programmatically launched grid starts while the
-// grid before still runs, and such a load could read the old value. The
-// read-only K and V loads above are safe after the wait only because their
+// q, the workspace's partials), made after grid_dependency_wait: ordinary
+// coherent loads (.ca: L1 and L2), never the read-only path. A read-only (.nc)
+// load promises the data is fixed for the kernel's whole life, so ptxas may
+// move it above griddepcontrol.wait; a programmatically launched grid starts
+// while the grid before still runs, and such a load could read the old value.
+// griddepcontrol.wait makes the grid before's writes visible to this grid, so
+// an ordinary load after it may be served by L1: the waves of an SM that all
+// read q and the length then share one L2 request instead of each sending its
+// own to the same L2 lines (measured on the H200: the length known 0.42 us
+// after the wait instead of 1.25-1.6 with 264 workgroups, docs/PERFORMANCE.md).
+// The read-only K and V loads above are safe after the wait only because their
 // addresses and predicates come from the length, loaded with load_dep.
 INGOT_DEVICE int load_dep(const int *p) {
   int v;
-  asm volatile("ld.global.cg.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  asm volatile("ld.global.ca.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
 INGOT_DEVICE float load_dep(const float *p) {
   float v;
-  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
+  asm volatile("ld.global.ca.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
   return v;
 }
 INGOT_DEVICE u32x4 load16_dep_if(const void *p, bool pred) {
   u32x4 r = {0u, 0u, 0u, 0u};
   asm volatile(
       "{\n .reg .pred p;\n setp.ne.b32 p, %5, 0;\n"
-      " @p ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];\n}"
+      " @p ld.global.ca.v4.u32 {%0,%1,%2,%3}, [%4];\n}"
       : "+r"(r.x), "+r"(r.y), "+r"(r.z), "+r"(r.w)
       : "l"(p), "r"((int)pred)
       : "memory");

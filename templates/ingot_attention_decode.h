@@ -298,9 +298,9 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
   // Launched programmatically, this grid may start before the previous one in
   // the stream (which may write q, K, V or the lengths) ends.
   grid_dependency_wait();
-  const Lengths seg = segment<T>(seq_lens, b, capacity, split, num_splits);
 
   // q rows of this workgroup, this lane's 8 elements, pre-scaled into log2 units.
+  // Their loads go out before the length's, so the two round trips overlap.
   float qf[R][8];
   const float qscale = scale * kLog2e;
 #pragma unroll
@@ -319,6 +319,7 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
       for (int e = 0; e < 8; ++e) qf[r][e] = 0.f;
     }
   }
+  const Lengths seg = segment<T>(seq_lens, b, capacity, split, num_splits);
 
   float run_max[R], run_sum[R], acc[R][8];
 #pragma unroll
@@ -549,9 +550,8 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
         }
     }
   }
-  const Lengths seg = segment<T>(seq_lens, b, capacity, split, num_splits);
-
-  // A operand of QK: row g's chunks qd + 4j, as loaded (16-bit pairs).
+  // A operand of QK: row g's chunks qd + 4j, as loaded (16-bit pairs); issued
+  // before the length's load so that the two round trips overlap.
   const int row = row0 + g;
   const bool row_ok = g < R && row < T::kRowsTotal && row / T::kGroup < sq;
   u32 qa[NKS][4];
@@ -568,6 +568,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
     qa[2 * j + 1][2] = w.w;
     qa[2 * j][1] = qa[2 * j][3] = qa[2 * j + 1][1] = qa[2 * j + 1][3] = 0u;
   }
+  const Lengths seg = segment<T>(seq_lens, b, capacity, split, num_splits);
   if constexpr (T::kTrace) {  // after q's loads are issued: waits for the length only
     stamp_after(seg.end, tns[2], tclk[2]);
     tns[3] = tns[2], tclk[3] = tclk[2];  // no chunk: the first chunk's stamp is the length's
