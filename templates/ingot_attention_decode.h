@@ -59,7 +59,7 @@ enum Math { kMathSimt = 0, kMathAuto = 1 };
 
 template <int DTYPE_, int HEAD_DIM_, int GROUP_, int MAX_SQ_, int ROWS_, bool PAGED_, int WAVES_,
           int TOKENS_PER_WAVE_, int OCCUPANCY_ = 0, int MATH_ = kMathSimt, int STAGES_ = 0,
-          int EARLY_ = 0, int TRACE_ = 0>
+          int TRACE_ = 0>
 struct DecodeTraits {
   // kMathAuto: tensor cores where the arch has them (sm_90: mma.sync), else the SIMT path.
   static constexpr bool kUseMma = MATH_ == kMathAuto && kHasMma16816;
@@ -67,11 +67,6 @@ struct DecodeTraits {
   // and V through an N-deep ring of shared-memory stages per wave (async copies).
   static constexpr int kStages = kUseMma ? STAGES_ : 0;
   static_assert(STAGES_ == 0 || (STAGES_ >= 2 && STAGES_ <= 8), "stages: 0 or 2..8");
-  // Experiment (knob `early`; tensor-core register pipeline, contiguous KV): where
-  // every segment is one tile, the first chunk's K and V loads go out with the
-  // valid length's, bounded by the capacity, instead of one round trip after it.
-  static constexpr bool kEarly = EARLY_ != 0 && kUseMma && kStages == 0 && !PAGED_;
-  static_assert(EARLY_ == 0 || EARLY_ == 1, "early: 0 or 1");
   // Experiment (knob `trace`; tensor-core path, NVIDIA): each split and merge
   // workgroup stamps its phases into a record past the workspace's partials
   // (trace_base below; bench/kernel_probe.py --trace reads them).
@@ -516,40 +511,6 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   // Fragment positions: K of token 8u + g, chunks qd + 4j; V of tokens
   // 16p + 2qd + (t & 1) + 8(t >> 1), chunks g + 8cc.
   auto v_token = [&](int p, int t) { return 16 * p + 2 * qd + (t & 1) + 8 * (t >> 1); };
-  // kEarly: when num_splits tiles cover the capacity, every segment is at most one
-  // tile and starts at split * kTile whatever the length (segment() below), so
-  // the first chunk's loads need not wait for it: they go out before the length's
-  // load, bounded by the capacity (in bounds, any bytes); V past the segment's end
-  // is zeroed once the length is known, and K there is masked by the scores' select.
-  // Coherent loads (load16_dep_if): their addresses do not come from the length,
-  // so read-only ones could be moved above the wait (ingot_arch.h), and the grid
-  // before may be the one that writes the newest token's K and V.
-  u32x4 ekw[T::kEarly ? NU : 1][NKC], evw[T::kEarly ? NPV : 1][4][NVC];
-  bool early = false;
-  if constexpr (T::kEarly) {
-    early = (long long)num_splits * T::kTile >= capacity;
-    if (early) {
-      const char *kb = static_cast<const char *>(k) + 2 * (b * k_stride_b + hkv * k_stride_h);
-      const char *vb = static_cast<const char *>(v) + 2 * (b * v_stride_b + hkv * v_stride_h);
-      const int tok0 = split * T::kTile + wave * C;
-#pragma unroll
-      for (int u = 0; u < NU; ++u) {
-        const int pos = tok0 + 8 * u + g;
-        const char *kp = kb + 2 * (long long)pos * k_stride_t + qd * 16;
-#pragma unroll
-        for (int j = 0; j < NKC; ++j) ekw[u][j] = load16_dep_if(kp + j * 64, pos < capacity);
-      }
-#pragma unroll
-      for (int p = 0; p < NPV; ++p)
-#pragma unroll
-        for (int t = 0; t < 4; ++t) {
-          const int pos = tok0 + v_token(p, t);
-          const char *vp = vb + 2 * (long long)pos * v_stride_t + g * 16;
-#pragma unroll
-          for (int cc = 0; cc < NVC; ++cc) evw[p][t][cc] = load16_dep_if(vp + cc * 128, pos < capacity);
-        }
-    }
-  }
   // A operand of QK: row g's chunks qd + 4j, as loaded (16-bit pairs); issued
   // before the length's load so that the two round trips overlap.
   const int row = row0 + g;
@@ -682,23 +643,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
         }
     };
     u32x4 kw[NU][NKC], vw[NPV][4][NVC];
-    if constexpr (T::kEarly) {
-      if (early) {  // the chunk loaded early, V past the end zeroed (0 * NaN is NaN)
-#pragma unroll
-        for (int u = 0; u < NU; ++u)
-#pragma unroll
-          for (int j = 0; j < NKC; ++j) kw[u][j] = ekw[u][j];
-#pragma unroll
-        for (int p = 0; p < NPV; ++p)
-#pragma unroll
-          for (int t = 0; t < 4; ++t) {
-            const bool live = seg.begin + wave * C + v_token(p, t) < seg.end;
-#pragma unroll
-            for (int cc = 0; cc < NVC; ++cc) vw[p][t][cc] = live ? evw[p][t][cc] : u32x4{0u, 0u, 0u, 0u};
-          }
-      }
-    }
-    if (!early) load_chunk(seg.begin + wave * C, kw, vw);
+    load_chunk(seg.begin + wave * C, kw, vw);
     for (int tile = seg.begin; tile < seg.end; tile += T::kTile) {
       const int tok0 = tile + wave * C;
       u32x4 kn[NU][NKC], vn[NPV][4][NVC];

@@ -235,7 +235,7 @@ def _expand_variant(cfg, var, vpath, archs, ctx):
             batch=tuple(admit["batch"]), seq_q=tuple(seq_q), capacity=tuple(admit["capacity"]),
             page_sizes=tuple(sorted(admit["page_sizes"] or [])) if point["kv_layout"] == "paged" else (),
             masks=tuple(sorted(admit["masks"])), lse=admit["lse"], archs=tuple(a.name for a in archs),
-            early=knobs["early"], trace=knobs["trace"])
+            trace=knobs["trace"])
         if not _check_instance_fits(inst, archs, vpath, ctx):
             return []
         out.append(inst)
@@ -254,12 +254,6 @@ def _check_instance_fits(inst, archs, vpath, ctx):
     if inst.stages and inst.math != "auto":
         ctx.error(vpath + ("knobs", "stages"), f"stages {inst.stages} needs math 'auto' (the tensor-core "
                   "path streams through shared memory; the SIMT path keeps its pipeline in registers)")
-        return False
-    if inst.early and (inst.math != "auto" or inst.stages or inst.kv_layout != "contiguous"):
-        ctx.error(vpath + ("knobs", "early"), f"early 1 needs math 'auto', stages 0 and a contiguous KV "
-                  f"cache (the tensor-core register pipeline; a paged cache's pages past the valid "
-                  f"length are not known); instance {inst.name} has math '{inst.math}', stages "
-                  f"{inst.stages}, kv_layout '{inst.kv_layout}'")
         return False
     if inst.trace and (inst.math != "auto" or any(a.vendor != "nvidia" for a in archs)):
         ctx.error(vpath + ("knobs", "trace"), f"trace 1 needs math 'auto' and NVIDIA archs only (its "

@@ -166,37 +166,18 @@ class ExpansionRuleTest(unittest.TestCase):
         for arch in ("gfx942", "sm_90"):
             self.assertIn("/*stages*/ 3>", files[f"kernels/{arch}/{ring.name}.hip"])
 
-    def test_early_knob_names_and_renders_and_needs_the_register_pipeline(self):
-        (reg,) = expand(variant("v", extra="    knobs: {math: auto}\n")).instances
-        (early,) = expand(variant("v", extra="    knobs: {math: auto, early: 1}\n")).instances
-        self.assertEqual((reg.early, early.early), (0, 1))
-        self.assertEqual(early.name, "minimal_bf16_d128_g4_sq1_contig_w4t16_tce")
-        self.assertNotEqual(reg.code_key, early.code_key)
-        files = render_pack(expand(variant("v", extra="    knobs: {math: auto, early: 1}\n")))
-        self.assertIn("/*stages*/ 0, /*early*/ 1>", files[f"kernels/sm_90/{early.name}.hip"])
-        # Without the knob the kernel source names no early argument (the shipped pack's sources stay as they were).
-        files = render_pack(expand(variant("v", extra="    knobs: {math: auto}\n")))
-        self.assertIn("/*stages*/ 0>", files[f"kernels/sm_90/{reg.name}.hip"])
-        for extra, kv in (("    knobs: {early: 1}\n", "[contiguous]"),
-                          ("    knobs: {math: auto, waves: 2, stages: 2, early: 1}\n", "[contiguous]"),
-                          ("    knobs: {math: auto, early: 1}\n", "[paged]")):
-            pages = "      page_sizes: [16]\n" if kv == "[paged]" else ""
-            errs = expand_errors(variant("v", kv_layout=kv, extra=extra, extra_admit=pages))
-            self.assertEqual(len(errs), 1, errs)
-            self.assertIn("knobs.early", errs[0])
-            self.assertIn("early 1 needs math 'auto', stages 0 and a contiguous KV cache", errs[0])
-        errs = expand_errors(variant("v", extra="    knobs: {math: auto, early: 2}\n"))
-        self.assertTrue(errs and "early" in errs[0], errs)
-
     def test_trace_knob_names_renders_and_needs_nvidia_tensor_cores(self):
         extra = "    archs: [sm_90]\n    knobs: {math: auto, trace: 1}\n"
         (inst,) = expand(variant("v", extra=extra)).instances
-        self.assertEqual((inst.trace, inst.early), (1, 0))
+        (reg,) = expand(variant("v", extra="    archs: [sm_90]\n    knobs: {math: auto}\n")).instances
+        self.assertEqual((inst.trace, reg.trace), (1, 0))
+        self.assertNotEqual(reg.code_key, inst.code_key)
         self.assertEqual(inst.name, "minimal_bf16_d128_g4_sq1_contig_w4t16_tcx")
         files = render_pack(expand(variant("v", extra=extra)))
-        self.assertIn("/*stages*/ 0, /*early*/ 0, /*trace*/ 1>", files[f"kernels/sm_90/{inst.name}.hip"])
-        (both,) = expand(variant("v", extra="    archs: [sm_90]\n    knobs: {math: auto, early: 1, trace: 1}\n")).instances
-        self.assertEqual(both.name, "minimal_bf16_d128_g4_sq1_contig_w4t16_tcex")
+        self.assertIn("/*stages*/ 0, /*trace*/ 1>", files[f"kernels/sm_90/{inst.name}.hip"])
+        # Without the knob the kernel source names no trace argument (the shipped pack's sources stay as they were).
+        files = render_pack(expand(variant("v", extra="    archs: [sm_90]\n    knobs: {math: auto}\n")))
+        self.assertIn("/*stages*/ 0>", files[f"kernels/sm_90/{reg.name}.hip"])
         for extra in ("    knobs: {math: auto, trace: 1}\n",  # the pack's AMD archs too
                       "    archs: [sm_90]\n    knobs: {trace: 1}\n"):
             errs = expand_errors(variant("v", extra=extra))

@@ -37,14 +37,11 @@ KNOBS = {
     # Tensor-core path: 0 keeps the next chunk in registers; 2..8 stream K and V
     # through that many shared-memory stages per wave (async copies).
     "stages": Int(0, 8),
-    # Experiment: 1 issues the first chunk's K/V loads with the valid length's
-    # where every segment is one tile (tensor-core register pipeline, contiguous).
-    "early": Int(0, 1),
     # Experiment: 1 stamps each workgroup's phases into records past the workspace's
     # partials (bench/kernel_probe.py --trace; tensor-core path, NVIDIA archs).
     "trace": Int(0, 1),
 }
-OPTIONAL_KNOBS = {"occupancy": 0, "math": "simt", "stages": 0, "early": 0, "trace": 0}
+OPTIONAL_KNOBS = {"occupancy": 0, "math": "simt", "stages": 0, "trace": 0}
 
 ADMIT = Map({
     "heads": (List(List(Int(1, 1024), min_len=2, max_len=2), unique=True), True, None),
@@ -127,7 +124,6 @@ class Instance:
     masks: tuple
     lse: bool
     archs: tuple = ()  # the archs it is built for (the variant's, else the pack's)
-    early: int = 0  # knob `early`
     trace: int = 0  # knob `trace`
 
     @property
@@ -136,10 +132,9 @@ class Instance:
         occ = f"o{self.occupancy}" if self.occupancy else ""
         tc = "_tc" if self.math == "auto" else ""
         st = f"s{self.stages}" if self.stages else ""
-        early = "e" if self.early else ""
         trace = "x" if self.trace else ""
         return (f"{self.pack}_{self.dtype}_d{self.head_dim}_g{self.group}_sq{self.max_sq}_{layout}"
-                f"_w{self.waves}t{self.tokens_per_wave}{occ}{tc}{st}{early}{trace}")
+                f"_w{self.waves}t{self.tokens_per_wave}{occ}{tc}{st}{trace}")
 
     def filename(self, arch):
         return f"kernels/{arch}/{self.name}.hip"
@@ -151,7 +146,7 @@ class Instance:
     def code_key(self):
         """What changes the code: two instances with the same key are duplicates."""
         return (self.dtype, self.head_dim, self.group, self.kv_layout, self.max_sq, self.waves,
-                self.tokens_per_wave, self.rows, self.occupancy, self.math, self.stages, self.early, self.trace)
+                self.tokens_per_wave, self.rows, self.occupancy, self.math, self.stages, self.trace)
 
     @property
     def rows_total(self):
