@@ -92,10 +92,6 @@ INGOT_DEVICE float max32(float a, float b) { return __builtin_fmaxf(a, b); }
 INGOT_DEVICE float fast_rcp(float x) { return __builtin_amdgcn_rcpf(x); }
 INGOT_DEVICE float fast_log2(float x) { return __builtin_amdgcn_logf(x); }
 INGOT_DEVICE float half_to_float(u16 h) { return (float)__builtin_bit_cast(_Float16, h); }
-// Shared-memory counter: the value before adding v (relaxed, this workgroup).
-INGOT_DEVICE int lds_fetch_add(int *p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
-// Lane 0's value, to every lane of the wave.
-INGOT_DEVICE int wave_broadcast0(int v) { return __builtin_amdgcn_readfirstlane(v); }
 INGOT_DEVICE u16 float_to_half(float f) { return __builtin_bit_cast(u16, (_Float16)f); }
 INGOT_DEVICE float bits_to_float(u32 u) { return __builtin_bit_cast(float, u); }
 INGOT_DEVICE u32 float_to_bits(float f) { return __builtin_bit_cast(u32, f); }
@@ -109,8 +105,6 @@ INGOT_DEVICE int block_z() { return blockIdx.z; }
 INGOT_DEVICE float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 INGOT_DEVICE void sync_block() { __syncthreads(); }
 INGOT_DEVICE void sync_wave() { __syncwarp(); }
-INGOT_DEVICE int lds_fetch_add(int *p, int v) { return atomicAdd(p, v); }
-INGOT_DEVICE int wave_broadcast0(int v) { return __shfl_sync(0xffffffffu, v, 0); }
 // Streaming read: the KV cache is read once, so keep it out of L1.
 INGOT_DEVICE u32x4 load16(const void *p) {
   u32x4 r;

@@ -506,13 +506,6 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   const bool causal = (flags & kFlagCausal) != 0;
   unsigned long long tns[6] = {}, tclk[6] = {};  // knob `trace`: the phases' stamps
   if constexpr (T::kTrace) stamp_after(0, tns[0], tclk[0]);
-  // Register pipeline: chunks past each wave's first are handed out by this
-  // counter, set before the wait so that the barrier overlaps it.
-  INGOT_SHARED int next_chunk;
-  if constexpr (NS == 0) {
-    if (tid == 0) next_chunk = T::kWaves;
-    sync_block();
-  }
   grid_dependency_wait();  // as in the SIMT path
   if constexpr (T::kTrace) stamp_after(0, tns[1], tclk[1]);
   // Fragment positions: K of token 8u + g, chunks qd + 4j; V of tokens
@@ -649,29 +642,15 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
           for (int cc = 0; cc < NVC; ++cc) vw[p][t][cc] = load16_if(vp + cc * 128, pos < seg.end);
         }
     };
-    // The segment's chunks of C tokens go to the waves as they free up: each
-    // wave starts with chunk `wave`, then takes the counter's next one, asked for
-    // one chunk ahead so that the answer is back before its loads are due. A
-    // wave that runs ahead takes more, so the workgroup's waves end together
-    // instead of each on its own share (PERFORMANCE.md, "Chunks handed out").
-    const int nchunks = (seg.end - seg.begin + C - 1) / C;
-    auto grab = [&]() {
-      int c = 0;
-      if (lane == 0) c = lds_fetch_add(&next_chunk, 1);
-      return wave_broadcast0(c);
-    };
     u32x4 kw[NU][NKC], vw[NPV][4][NVC];
-    int cur = wave, nxt = grab();
-    load_chunk(seg.begin + cur * C, kw, vw);
-    bool first = true;
-    while (cur < nchunks) {
-      const int after = grab();
+    load_chunk(seg.begin + wave * C, kw, vw);
+    for (int tile = seg.begin; tile < seg.end; tile += T::kTile) {
+      const int tok0 = tile + wave * C;
       u32x4 kn[NU][NKC], vn[NPV][4][NVC];
-      load_chunk(seg.begin + nxt * C, kn, vn);  // past the end: predicated off
-      consume(seg.begin + cur * C, kw, vw);
+      load_chunk(tok0 + T::kTile, kn, vn);
+      consume(tok0, kw, vw);
       if constexpr (T::kTrace)
-        if (first) stamp_after((int)float_to_bits(run_max), tns[3], tclk[3]);
-      first = false;
+        if (tile == seg.begin) stamp_after((int)float_to_bits(run_max), tns[3], tclk[3]);
 #pragma unroll
       for (int u = 0; u < NU; ++u)
 #pragma unroll
@@ -682,8 +661,6 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
         for (int t = 0; t < 4; ++t)
 #pragma unroll
           for (int cc = 0; cc < NVC; ++cc) vw[p][t][cc] = vn[p][t][cc];
-      cur = nxt;
-      nxt = after;
     }
   } else {
     // A ring of NS stages per wave; NS - 1 chunks are in flight while one is
