@@ -133,8 +133,9 @@ INGOT_DEVICE u32x4 load16_if(const void *p, bool pred) {
 // griddepcontrol.wait makes the grid before's writes visible to this grid, so
 // an ordinary load after it may be served by L1: the waves of an SM that all
 // read q and the length then share one L2 request instead of each sending its
-// own to the same L2 lines (measured on the H200: the length known 0.42 us
-// after the wait instead of 1.25-1.6 with 264 workgroups, docs/PERFORMANCE.md).
+// own to the same L2 lines (measured on the H200 at 64K, 264 workgroups, with
+// q's loads issued first: the length known 0.42 us after the wait instead of
+// 1.25; docs/PERFORMANCE.md, "q before the length").
 // The read-only K and V loads above are safe after the wait only because their
 // addresses and predicates come from the length, loaded with load_dep.
 INGOT_DEVICE int load_dep(const int *p) {
