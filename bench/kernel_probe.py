@@ -94,7 +94,7 @@ class Kernel:
         self.meta = kd["metadata"]
         self.name = kd["name"]
         # knob `trace` (instance name suffix x): records past the workspace's partials
-        self.traced = re.search(r"_tcs?\d*e?x$", self.name) is not None
+        self.traced = re.search(r"_tcs?\d*x$", self.name) is not None
 
     def grids(self, B, hkv, s):
         """Split and merge grid sizes (x, y, z) as the dispatch stub plans them."""
@@ -509,10 +509,11 @@ TRACED_KERNELS = ("w4t16_tcx", "w2t16_tcs2x")  # --trace's default: the traced 4
 
 def trace(exp_pack, spec, suffixes=TRACED_KERNELS, calls=20):
     """Where a call's time goes, workgroup by workgroup (kernels with the knob `trace`):
-    spec 'B,Hq,Hkv,L:splits'. `calls` programmatic calls back to back, as libingot launches,
-    alternating two workspaces so that the last two calls' records survive; prints, for the
-    last call, each phase's spread over its workgroups (global timer, us) and the hand-offs
-    between the grids."""
+    spec 'B,Hq,Hkv,L:splits'. `calls` programmatic calls, as libingot launches them, but
+    from Python: 70-300 us apart on the H200, so the hand-offs between calls are the host's
+    unless a split outlasts it (1M). Two workspaces alternate so that the last two calls'
+    records survive; prints, for the last call, each phase's spread over its workgroups
+    (global timer, us) and the hand-offs between the grids."""
     shape, s = spec.split(":")
     B, hq, hkv, L = (int(x) for x in shape.split(","))
     S = int(s)

@@ -707,23 +707,26 @@ int dh_case_for_kernel(dh_case *c, ingot_context *ctx, const dh_kernel *k, ingot
   static const int batches[] = {2, 4, 16};
   /* Each graph is planned without buffers first; only the one that runs gets them. */
   dh_shape first, pick;
-  int rc = -1, have_first = 0, have_pick = 0;
-  for (int i = 0; i < 3 && !have_pick; ++i) {
-    for (int j = 0; j < 3 && !have_pick; ++j) {
+  int rc = -1, have_first = 0, have_pick = 0, failed = 0;
+  for (int i = 0; i < 3 && !have_pick && !failed; ++i) {
+    for (int j = 0; j < 3 && !have_pick && !failed; ++j) {
       dh_shape s = dh_shape_for_kernel(k, caps[i], mask);
       s.seq_q = sq;
       s.batch = batches[j];
       if (j > 0 && (int64_t)s.batch * s.capacity > 2 * 65536) continue; /* within batch 2 x 64K of reference work */
       rc = case_plan(c, ctx, &s, seed, tail, why, why_size);
       if (rc == (int)INGOT_NO_MATCH) continue;
-      if (rc != 0) break;
+      if (rc != 0) { /* a planning failure is reported, not passed over for the next graph */
+        failed = 1;
+        break;
+      }
       if (strcmp(ingot_plan_kernel_name(c->plan), k->name) == 0) pick = s, have_pick = 1;
       if (!have_first) first = s, have_first = 1;
       ingot_plan_destroy(c->plan);
       memset(c, 0, sizeof *c);
     }
   }
-  if ((rc == 0 || rc == (int)INGOT_NO_MATCH) && (have_pick || have_first))
+  if (!failed && (have_pick || have_first))
     rc = dh_case_create(c, ctx, have_pick ? &pick : &first, seed, tail, why, why_size);
   if (rc != 0) {
     char reason[2048];
