@@ -47,6 +47,8 @@ INGOT_DEVICE float shfl_xor(float v, int mask) {
   return __builtin_bit_cast(float,
                             __builtin_amdgcn_ds_bpermute((lane ^ mask) << 2, __builtin_bit_cast(int, v)));
 }
+// Lane src's v (src the same in every lane).
+INGOT_DEVICE int shfl_idx(int v, int src) { return __builtin_amdgcn_ds_bpermute(src << 2, v); }
 INGOT_DEVICE void sync_block() {
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
   __builtin_amdgcn_s_barrier();
@@ -67,6 +69,7 @@ INGOT_DEVICE u32x4 load16_if(const void *p, bool pred) {
 INGOT_DEVICE int load_dep(const int *p) { return *p; }
 INGOT_DEVICE float load_dep(const float *p) { return *p; }
 INGOT_DEVICE u32x4 load16_dep_if(const void *p, bool pred) { return load16_if(p, pred); }
+INGOT_DEVICE int load_dep_if(const int *p, bool pred) { return pred ? *p : 0; }
 constexpr bool kHasMma16816 = false;  // the tensor-core path is NVIDIA's; AMD runs the SIMT path
 // Programmatic dependent launch is NVIDIA's; on AMD the merge simply follows the split.
 INGOT_DEVICE void grid_dependency_wait() {}
@@ -103,6 +106,8 @@ INGOT_DEVICE int block_x() { return blockIdx.x; }
 INGOT_DEVICE int block_y() { return blockIdx.y; }
 INGOT_DEVICE int block_z() { return blockIdx.z; }
 INGOT_DEVICE float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+// Lane src's v (src the same in every lane).
+INGOT_DEVICE int shfl_idx(int v, int src) { return __shfl_sync(0xffffffffu, v, src); }
 INGOT_DEVICE void sync_block() { __syncthreads(); }
 INGOT_DEVICE void sync_wave() { __syncwarp(); }
 // Streaming read: the KV cache is read once, so keep it out of L1.
@@ -146,6 +151,17 @@ INGOT_DEVICE int load_dep(const int *p) {
 INGOT_DEVICE float load_dep(const float *p) {
   float v;
   asm volatile("ld.global.ca.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
+  return v;
+}
+// load_dep when pred holds, 0 otherwise (p is not read then).
+INGOT_DEVICE int load_dep_if(const int *p, bool pred) {
+  int v = 0;
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n"
+      " @p ld.global.ca.s32 %0, [%1];\n}"
+      : "+r"(v)
+      : "l"(p), "r"((int)pred)
+      : "memory");
   return v;
 }
 INGOT_DEVICE u32x4 load16_dep_if(const void *p, bool pred) {

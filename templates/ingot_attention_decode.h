@@ -550,11 +550,35 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   }
   const int *ptable = T::kPaged ? page_table + b * page_table_stride : nullptr;
   const int page_shift = T::kPaged ? 31 - __builtin_clz((unsigned)page_size) : 0;
-  // The page of a position (paged; entries at or past the end are never read),
-  // then the element offset of the token within K or V.
-  auto page_of = [&](int pos) -> long long { return T::kPaged && pos < seg.end ? ptable[pos >> page_shift] : 0; };
+  // The element offset of a token within K or V, on its page when paged.
   auto token_off = [&](int pos, long long page, long long sb, long long st) -> long long {
     return T::kPaged ? page * sb + (long long)(pos & (page_size - 1)) * st : (long long)pos * st;
+  };
+  // Paged: a wave's chunk j (tokens seg.begin + j * TILE + wave * C, C of them,
+  // C-aligned) lies in one page, since pages hold a multiple of C tokens (the
+  // plan refuses smaller ones). The wave reads its chunks' page-table entries
+  // kWaveSize at a time, lane l holding chunk kWaveSize * blk + l's, one block
+  // ahead of use; a chunk's page is then a shuffle away, not a round trip ahead
+  // of its loads. Entries at or past the segment's end are never read.
+  auto load_pages = [&](int blk) -> int {
+    const long long tok = seg.begin + ((long long)blk * kWaveSize + lane) * T::kTile + wave * C;
+    return load_dep_if(ptable + (tok >> page_shift), tok < seg.end);
+  };
+  int pg_cur = 0, pg_next = 0, pg_blk = 0;
+  if constexpr (T::kPaged) {
+    pg_cur = load_pages(0);
+    pg_next = load_pages(1);
+  }
+  // The page of the wave's chunk j (paged): j must not decrease from call to
+  // call, and every lane passes the same j.
+  auto chunk_page = [&](int j) -> long long {
+    if constexpr (!T::kPaged) return 0;
+    if (j >= (pg_blk + 1) * kWaveSize) {
+      pg_cur = pg_next;
+      ++pg_blk;
+      pg_next = load_pages(pg_blk + 1);
+    }
+    return shfl_idx(pg_cur, j & (kWaveSize - 1));
   };
 
   // One chunk of C tokens at tok0 through the tensor cores: S = q K^T, one
@@ -624,11 +648,13 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
 
   if constexpr (NS == 0) {
     // The next chunk's K and V are in flight in registers while this one is used.
-    auto load_chunk = [&](int tok0, u32x4 (&kw)[NU][NKC], u32x4 (&vw)[NPV][4][NVC]) {
+    // The wave's chunk j, at tok0.
+    auto load_chunk = [&](int j, int tok0, u32x4 (&kw)[NU][NKC], u32x4 (&vw)[NPV][4][NVC]) {
+      const long long page = chunk_page(j);
 #pragma unroll
       for (int u = 0; u < NU; ++u) {
         const int pos = tok0 + 8 * u + g;
-        const char *kp = kbase + 2 * token_off(pos, page_of(pos), k_stride_b, k_stride_t) + qd * 16;
+        const char *kp = kbase + 2 * token_off(pos, page, k_stride_b, k_stride_t) + qd * 16;
 #pragma unroll
         for (int j = 0; j < NKC; ++j) kw[u][j] = load16_if(kp + j * 64, pos < seg.end);
       }
@@ -637,17 +663,18 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
 #pragma unroll
         for (int t = 0; t < 4; ++t) {
           const int pos = tok0 + v_token(p, t);
-          const char *vp = vbase + 2 * token_off(pos, page_of(pos), v_stride_b, v_stride_t) + g * 16;
+          const char *vp = vbase + 2 * token_off(pos, page, v_stride_b, v_stride_t) + g * 16;
 #pragma unroll
           for (int cc = 0; cc < NVC; ++cc) vw[p][t][cc] = load16_if(vp + cc * 128, pos < seg.end);
         }
     };
     u32x4 kw[NU][NKC], vw[NPV][4][NVC];
-    load_chunk(seg.begin + wave * C, kw, vw);
-    for (int tile = seg.begin; tile < seg.end; tile += T::kTile) {
+    load_chunk(0, seg.begin + wave * C, kw, vw);
+    int next = 1;  // the chunk index of the loads in flight
+    for (int tile = seg.begin; tile < seg.end; tile += T::kTile, ++next) {
       const int tok0 = tile + wave * C;
       u32x4 kn[NU][NKC], vn[NPV][4][NVC];
-      load_chunk(tok0 + T::kTile, kn, vn);
+      load_chunk(next, tok0 + T::kTile, kn, vn);
       consume(tok0, kw, vw);
       if constexpr (T::kTrace)
         if (tile == seg.begin) stamp_after((int)float_to_bits(run_max), tns[3], tclk[3]);
@@ -672,14 +699,14 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
     auto v_at = [&](u16 *stage, int t, int c) { return stage + (C + t) * D + 8 * (c ^ (((t >> 1) & 3) << 1)); };
     // Copies of one chunk: lane l takes chunks l + 32n of the chunk's C rows
     // (whole rows per half wave: coalesced), K and V alike; zeros past the end.
-    auto issue = [&](int slot, int tok0) {
+    auto issue = [&](int slot, int j, int tok0) {  // the wave's chunk j, at tok0
       u16 *stage = ring + slot * 2 * C * D;
+      const long long page = chunk_page(j);
 #pragma unroll
       for (int n = 0; n < C * CPR / kWaveSize; ++n) {
         const int i = lane + kWaveSize * n, t = i / CPR, c = i % CPR;
         const int pos = tok0 + t;
         const bool live = pos < seg.end;
-        const long long page = page_of(pos);  // one page-table read for K and V
         copy16_async(k_at(stage, t, c), kbase + 2 * token_off(pos, page, k_stride_b, k_stride_t) + c * 16, live);
         copy16_async(v_at(stage, t, c), vbase + 2 * token_off(pos, page, v_stride_b, v_stride_t) + c * 16, live);
       }
@@ -687,15 +714,16 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
 #pragma unroll
     for (int s = 0; s < NS - 1; ++s) {
       const int tok0 = seg.begin + s * T::kTile + wave * C;
-      if (seg.begin + s * T::kTile < seg.end) issue(s, tok0);
+      if (seg.begin + s * T::kTile < seg.end) issue(s, s, tok0);
       async_commit();
     }
     int slot = 0;  // the stage this step uses; the chunk NS - 1 steps ahead goes to the one before it
-    for (int tile = seg.begin; tile < seg.end; tile += T::kTile) {
+    int ahead_j = NS - 1;  // that chunk's index
+    for (int tile = seg.begin; tile < seg.end; tile += T::kTile, ++ahead_j) {
       async_wait<NS - 2>();  // this thread's copies of this step have landed
       sync_wave();           // ... and every lane's; the stage before is no longer read
       const int ahead = tile + (NS - 1) * T::kTile;
-      if (ahead < seg.end) issue(slot == 0 ? NS - 1 : slot - 1, ahead + wave * C);
+      if (ahead < seg.end) issue(slot == 0 ? NS - 1 : slot - 1, ahead_j, ahead + wave * C);
       async_commit();
       u16 *stage = ring + slot * 2 * C * D;
       u32x4 kw[NU][NKC], vw[NPV][4][NVC];

@@ -143,6 +143,13 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
     if (page_size < 1 || (page_size & (page_size - 1)) || page_size > (1 << 20))
       return ingot_ad_error(err, err_size, "plan: page size %lld is not a power of two in 1..2^20",
                             (long long)page_size);
+    /* A wave's chunk of tokens_per_wave tokens must lie in one page: the kernels
+     * look its page up once (templates/ingot_attention_decode.h, chunk_page). */
+    if (page_size < m->tokens_per_wave)
+      return ingot_ad_error(err, err_size,
+                            "plan: page size %lld is below the kernel's %d tokens per wave (allowed: a power "
+                            "of two from %d to 2^20)",
+                            (long long)page_size, m->tokens_per_wave, m->tokens_per_wave);
     /* capacity <= 2^30 was checked above: no overflow in the page count */
     if (g->page_table.rank != 2 || g->page_table.dims[1] < (g->capacity + page_size - 1) / page_size)
       return ingot_ad_error(err, err_size, "plan: the page table does not cover the capacity");
