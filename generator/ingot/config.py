@@ -191,9 +191,15 @@ def _expand_variant(cfg, var, vpath, archs, ctx):
     if has_paged and not admit["page_sizes"]:
         ctx.error(apath, "missing 'page_sizes', required when kv_layout includes 'paged'")
         ok = False
+    tpw = knobs["tokens_per_wave"]
     for i, ps in enumerate(admit["page_sizes"] or []):
         if ps & (ps - 1):
             ctx.error(apath + ("page_sizes", i), f"page size {ps} is not a power of two")
+            ok = False
+        elif ps < tpw:
+            # The kernels look a wave's chunk's page up once (templates/ingot_attention_decode.h).
+            ctx.error(apath + ("page_sizes", i), f"page size {ps} is below the variant's tokens_per_wave "
+                      f"{tpw}: a wave's chunk of tokens must lie in one page (allowed: powers of two from {tpw})")
             ok = False
     if admit["page_sizes"] and not has_paged:
         ctx.error(apath + ("page_sizes",), "page sizes given, but the variant has no paged kv_layout")
@@ -204,9 +210,6 @@ def _expand_variant(cfg, var, vpath, archs, ctx):
                 ctx.error(vpath + ("exclude", j, k), f"{show(val)} is not a value of axis '{k}' "
                           f"(values: {', '.join(show(x) for x in axes.get(k, []))})")
                 ok = False
-    for k in ("tokens_per_wave", "waves", "max_rows"):
-        if k in var["knobs"] and var["knobs"][k] is None:
-            pass
     if not ok:
         return []
 

@@ -93,6 +93,34 @@ int main(void) {
     CHECK(p.num_splits == 64 && p.cost > 0.0);
   }
 
+  /* Paged: a wave's chunk (tokens_per_wave tokens) must lie in one page, since
+   * the kernels look its page up once; smaller pages are refused by name, and
+   * every power of two from the chunk up plans. */
+  {
+    const ingot_ad_policy pol = {2, 1, 64, 60, 80, 256};
+    ingot_ad_kernel_meta paged = k_seed;
+    paged.paged = 1;
+    ingot_dispatch_plan p;
+    char err[512];
+    for (int page = 1; page <= 1024; page *= 2) {
+      const int64_t cap = rnd_range(64, 1 << 16);
+      ingot_attention_graph g = shaped_graph(INGOT_DTYPE_BF16, 8, 2, 128, 1, 1, cap, 1, page, 0, 0);
+      err[0] = 0;
+      const ingot_status s = ingot_ad_plan(&pol, &paged, &g, &h200, &p, err, sizeof err);
+      if (page < paged.tokens_per_wave) {
+        char want[128];
+        snprintf(want, sizeof want, "page size %d is below the kernel's %d tokens per wave", page,
+                 paged.tokens_per_wave);
+        CHECK_STATUS(s, INGOT_INVALID_ARGUMENT);
+        CHECK_HAS(err, want);
+      } else {
+        if (s != INGOT_OK) fprintf(stderr, "page size %d, capacity %lld: %s\n", page, (long long)cap, err);
+        CHECK_STATUS(s, INGOT_OK);
+        CHECK(p.page_size == page);
+      }
+    }
+  }
+
   /* The round model (docs/INTERNALS.md 4). With the shipped shares (60% of the
    * resident workgroups, 80% of the CUs) and two or more workgroups per CU, DRAM
    * binds before the CUs: a round takes max(1, n / saturating) segment times. */
