@@ -191,6 +191,49 @@ INGOT_DEVICE void store_row(void *o, float *lse, int b, int hkv, int row, int d,
                             float lse2, int sq, int num_kv_heads, long long o_stride_b,
                             long long o_stride_h, long long o_stride_s, int flags);
 
+// Pages of a wave's chunks (paged KV). The wave's chunk j holds tokens
+// seg.begin + j * TILE + wave * CHUNK onwards, CHUNK of them, CHUNK-aligned;
+// pages hold a multiple of CHUNK tokens (the plan and the generator refuse
+// smaller ones), so a chunk lies in one page. The wave reads its chunks'
+// page-table entries kWaveSize at a time (lane l: chunk kWaveSize * blk + l),
+// one block ahead of their use, and a chunk's page is one shuffle away instead
+// of a page-table round trip ahead of its loads. Entries at or past the
+// segment's end are never read. Contiguous KV: no state, page() is 0.
+template <class T>
+struct ChunkPages {
+  const int *table;
+  long long first;  // the wave's first token, as if its chunk 0 were at seg.begin
+  int end, shift, lane;
+  int cur, next, blk;
+
+  INGOT_DEVICE ChunkPages(const int *table_, const Lengths &seg, int wave, int lane_, int page_shift)
+      : table(table_), first((long long)seg.begin + (long long)wave * T::kChunk), end(seg.end),
+        shift(page_shift), lane(lane_), cur(0), next(0), blk(0) {
+    if constexpr (T::kPaged) {
+      cur = load(0);
+      next = load(1);
+    }
+  }
+  INGOT_DEVICE int load(int b) const {
+    const long long tok = first + ((long long)b * kWaveSize + lane) * T::kTile;
+    return load_dep_if(table + (tok >> shift), tok < end);
+  }
+  // The page of chunk j; j must not decrease from call to call, and every lane
+  // of the wave passes the same j.
+  INGOT_DEVICE long long page(int j) {
+    if constexpr (!T::kPaged) {
+      return 0;
+    } else {
+      if (j >= (blk + 1) * kWaveSize) {
+        cur = next;
+        ++blk;
+        next = load(blk + 1);
+      }
+      return shfl_idx(cur, j & (kWaveSize - 1));
+    }
+  }
+};
+
 // Workspace (num_splits > 1), fp32, one block per (sequence, KV head):
 // lse2 [ROWS_TOTAL][num_splits] padded to 4 floats, then O [ROWS_TOTAL][num_splits][D],
 // so every O row is 16-byte aligned. The dispatch stub sizes it the same way.
@@ -333,18 +376,19 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
   }
   const int *ptable = T::kPaged ? page_table + b * page_table_stride : nullptr;
   const int page_shift = T::kPaged ? 31 - __builtin_clz((unsigned)page_size) : 0;
+  ChunkPages<T> pages(ptable, seg, wave, lane, page_shift);
   float *my_scores = sh.scores[wave];
 
-  // Loads of one chunk: token n*TPL + grp of the wave's chunk at tok0; zeros
-  // (and no memory access) at or past the segment end.
-  auto load_chunk = [&](int tok0, u32x4 (&kw)[NL], u32x4 (&vw)[NL]) {
+  // Loads of the wave's chunk j, at tok0: token n*TPL + grp; zeros (and no
+  // memory access) at or past the segment end.
+  auto load_chunk = [&](int j, int tok0, u32x4 (&kw)[NL], u32x4 (&vw)[NL]) {
+    const long long page = pages.page(j);
 #pragma unroll
     for (int n = 0; n < NL; ++n) {
       const int pos = tok0 + n * TPL + grp;
       if (pos < seg.end) {
         long long koff, voff;
         if (T::kPaged) {
-          const long long page = ptable[pos >> page_shift];
           const int in_page = pos & (page_size - 1);
           koff = page * k_stride_b + (long long)in_page * k_stride_t;
           voff = page * v_stride_b + (long long)in_page * v_stride_t;
@@ -363,11 +407,12 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
 
   // Software pipeline: the next chunk's K and V are in flight while this one is used.
   u32x4 kw[NL], vw[NL];
-  load_chunk(seg.begin + wave * C, kw, vw);
-  for (int tile = seg.begin; tile < seg.end; tile += T::kTile) {
+  load_chunk(0, seg.begin + wave * C, kw, vw);
+  int next = 1;  // the chunk index of the loads in flight
+  for (int tile = seg.begin; tile < seg.end; tile += T::kTile, ++next) {
     const int tok0 = tile + wave * C;
     u32x4 kn[NL], vn[NL];
-    load_chunk(tok0 + T::kTile, kn, vn);
+    load_chunk(next, tok0 + T::kTile, kn, vn);
 
     // Partial q.k over this lane's 8 elements, for every (load, row).
     float part[T::kPartials];
@@ -554,32 +599,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   auto token_off = [&](int pos, long long page, long long sb, long long st) -> long long {
     return T::kPaged ? page * sb + (long long)(pos & (page_size - 1)) * st : (long long)pos * st;
   };
-  // Paged: a wave's chunk j (tokens seg.begin + j * TILE + wave * C, C of them,
-  // C-aligned) lies in one page, since pages hold a multiple of C tokens (the
-  // plan refuses smaller ones). The wave reads its chunks' page-table entries
-  // kWaveSize at a time, lane l holding chunk kWaveSize * blk + l's, one block
-  // ahead of use; a chunk's page is then a shuffle away, not a round trip ahead
-  // of its loads. Entries at or past the segment's end are never read.
-  auto load_pages = [&](int blk) -> int {
-    const long long tok = seg.begin + ((long long)blk * kWaveSize + lane) * T::kTile + wave * C;
-    return load_dep_if(ptable + (tok >> page_shift), tok < seg.end);
-  };
-  int pg_cur = 0, pg_next = 0, pg_blk = 0;
-  if constexpr (T::kPaged) {
-    pg_cur = load_pages(0);
-    pg_next = load_pages(1);
-  }
-  // The page of the wave's chunk j (paged): j must not decrease from call to
-  // call, and every lane passes the same j.
-  auto chunk_page = [&](int j) -> long long {
-    if constexpr (!T::kPaged) return 0;
-    if (j >= (pg_blk + 1) * kWaveSize) {
-      pg_cur = pg_next;
-      ++pg_blk;
-      pg_next = load_pages(pg_blk + 1);
-    }
-    return shfl_idx(pg_cur, j & (kWaveSize - 1));
-  };
+  ChunkPages<T> pages(ptable, seg, wave, lane, page_shift);
 
   // One chunk of C tokens at tok0 through the tensor cores: S = q K^T, one
   // online-softmax rescale, O += P V. kw and vw are this lane's fragments.
@@ -650,7 +670,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
     // The next chunk's K and V are in flight in registers while this one is used.
     // The wave's chunk j, at tok0.
     auto load_chunk = [&](int j, int tok0, u32x4 (&kw)[NU][NKC], u32x4 (&vw)[NPV][4][NVC]) {
-      const long long page = chunk_page(j);
+      const long long page = pages.page(j);
 #pragma unroll
       for (int u = 0; u < NU; ++u) {
         const int pos = tok0 + 8 * u + g;
@@ -701,7 +721,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
     // (whole rows per half wave: coalesced), K and V alike; zeros past the end.
     auto issue = [&](int slot, int j, int tok0) {  // the wave's chunk j, at tok0
       u16 *stage = ring + slot * 2 * C * D;
-      const long long page = chunk_page(j);
+      const long long page = pages.page(j);
 #pragma unroll
       for (int n = 0; n < C * CPR / kWaveSize; ++n) {
         const int i = lane + kWaveSize * n, t = i / CPR, c = i % CPR;
