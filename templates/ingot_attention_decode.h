@@ -379,10 +379,10 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
   ChunkPages<T> pages(ptable, seg, wave, lane, page_shift);
   float *my_scores = sh.scores[wave];
 
-  // Loads of the wave's chunk j, at tok0: token n*TPL + grp; zeros (and no
+  // Loads of the wave's chunk ci, at tok0: token n*TPL + grp; zeros (and no
   // memory access) at or past the segment end.
-  auto load_chunk = [&](int j, int tok0, u32x4 (&kw)[NL], u32x4 (&vw)[NL]) {
-    const long long page = pages.page(j);
+  auto load_chunk = [&](int ci, int tok0, u32x4 (&kw)[NL], u32x4 (&vw)[NL]) {
+    const long long page = pages.page(ci);
 #pragma unroll
     for (int n = 0; n < NL; ++n) {
       const int pos = tok0 + n * TPL + grp;
@@ -668,9 +668,9 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
 
   if constexpr (NS == 0) {
     // The next chunk's K and V are in flight in registers while this one is used.
-    // The wave's chunk j, at tok0.
-    auto load_chunk = [&](int j, int tok0, u32x4 (&kw)[NU][NKC], u32x4 (&vw)[NPV][4][NVC]) {
-      const long long page = pages.page(j);
+    // The wave's chunk ci, at tok0.
+    auto load_chunk = [&](int ci, int tok0, u32x4 (&kw)[NU][NKC], u32x4 (&vw)[NPV][4][NVC]) {
+      const long long page = pages.page(ci);
 #pragma unroll
       for (int u = 0; u < NU; ++u) {
         const int pos = tok0 + 8 * u + g;
@@ -719,9 +719,9 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
     auto v_at = [&](u16 *stage, int t, int c) { return stage + (C + t) * D + 8 * (c ^ (((t >> 1) & 3) << 1)); };
     // Copies of one chunk: lane l takes chunks l + 32n of the chunk's C rows
     // (whole rows per half wave: coalesced), K and V alike; zeros past the end.
-    auto issue = [&](int slot, int j, int tok0) {  // the wave's chunk j, at tok0
+    auto issue = [&](int slot, int ci, int tok0) {  // the wave's chunk ci, at tok0
       u16 *stage = ring + slot * 2 * C * D;
-      const long long page = pages.page(j);
+      const long long page = pages.page(ci);
 #pragma unroll
       for (int n = 0; n < C * CPR / kWaveSize; ++n) {
         const int i = lane + kWaveSize * n, t = i / CPR, c = i % CPR;

@@ -144,7 +144,7 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
       return ingot_ad_error(err, err_size, "plan: page size %lld is not a power of two in 1..2^20",
                             (long long)page_size);
     /* A wave's chunk of tokens_per_wave tokens must lie in one page: the kernels
-     * look its page up once (templates/ingot_attention_decode.h, chunk_page). */
+     * look its page up once (templates/ingot_attention_decode.h, ChunkPages). */
     if (page_size < m->tokens_per_wave)
       return ingot_ad_error(err, err_size,
                             "plan: page size %lld is below the kernel's %d tokens per wave (allowed: a power "
