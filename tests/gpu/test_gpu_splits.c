@@ -4,7 +4,8 @@
  * paths must be exercised (ingot_plan_num_splits says which ran) and match the
  * reference. Then paged equals contiguous bit for bit on the same data: same
  * logical K/V, same lengths, a kernel of the same tiling and the same number of
- * splits. Usage: <binary> [pack_dir] */
+ * splits; also with long segments (more than 64 chunks a wave: the paged
+ * kernels' page lookup crosses blocks). Usage: <binary> [pack_dir] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,91 @@ static int same_tiling(const dh_kernel *a, const dh_kernel *b) {
   return a != NULL && b != NULL && a->dtype == b->dtype && a->head_dim == b->head_dim &&
          a->group == b->group && a->max_sq == b->max_sq && a->rows == b->rows &&
          a->waves == b->waves && a->tokens_per_wave == b->tokens_per_wave;
+}
+
+/* Long segments, paged: the sequences and heads fill the device, so the plan
+ * keeps one segment per head and a wave walks 65 or more chunks of it. The
+ * kernels read a wave's page-table entries 32 chunks at a time (ChunkPages in
+ * templates/ingot_attention_decode.h), so this crosses at least two blocks with
+ * real tokens past the second switch; the benchmark's batched points do too,
+ * but no other test did. The paged output must equal the contiguous one bit for
+ * bit and both must match the reference. Returns the failures. */
+static int long_segments(dh_session *sess, const dh_kernel *kc, const dh_kernel *kp, int *bitwise) {
+  const dh_kernel *ks = sess->kernels;
+  const int n = sess->num_kernels;
+  static const int caps[] = {8192, 16384}; /* the second for kernels with longer tiles */
+  for (size_t i = 0; i < sizeof caps / sizeof caps[0]; ++i) {
+    const int cap = caps[i];
+    dh_shape s = dh_shape_for_kernel(kc, cap, INGOT_MASK_NONE);
+    s.num_kv_heads = 8;
+    s.num_q_heads = 8 * kc->group;
+    s.batch = 33; /* 264 workgroups of 4 waves: the H200's resident count */
+    s.seq_q = 1;
+    int32_t lens[33];
+    for (int b = 0; b < s.batch; ++b) lens[b] = dh_rand_range(cap - cap / 8, cap);
+    const uint64_t case_seed = sess->seed + 1000 + (uint64_t)i;
+    char why[4096], label[256], d[160];
+    dh_case c, p;
+    if (dh_case_create(&c, sess->ctx, &s, case_seed, DH_TAIL_RANDOM, why, sizeof why) != 0) {
+      fprintf(stderr, "FAIL: long segments, capacity %d: %s\n", cap, why);
+      return 1;
+    }
+    dh_shape sp = s;
+    sp.page_size = kp->page_size;
+    if (dh_case_create(&p, sess->ctx, &sp, case_seed, DH_TAIL_RANDOM, why, sizeof why) != 0) {
+      fprintf(stderr, "FAIL: long segments, paged capacity %d: %s\n", cap, why);
+      dh_case_destroy(&c);
+      return 1;
+    }
+    const dh_kernel *a = dh_kernel_named(ks, n, ingot_plan_kernel_name(c.plan));
+    const dh_kernel *b = dh_kernel_named(ks, n, ingot_plan_kernel_name(p.plan));
+    const int splits = ingot_plan_num_splits(p.plan);
+    /* the fewest chunks a wave walks: the shortest sequence's segments (kernel segment()) */
+    int fewest = -1;
+    if (b != NULL) {
+      const int tile = b->waves * b->tokens_per_wave;
+      for (int q = 0; q < s.batch; ++q) {
+        const int tiles = (lens[q] + tile - 1) / tile, per = (tiles + splits - 1) / splits;
+        if (fewest < 0 || per < fewest) fewest = per;
+      }
+    }
+    printf("  long segments %s: paged kernel %s, %d splits, %d or more chunks per wave\n",
+           dh_describe(&p, d, sizeof d), ingot_plan_kernel_name(p.plan), splits, fewest);
+    if (fewest < 65) {
+      dh_case_destroy(&p);
+      dh_case_destroy(&c);
+      if (i + 1 < sizeof caps / sizeof caps[0]) continue;
+      fprintf(stderr, "FAIL: long segments: no capacity gave a wave 65 chunks (%d at %d)\n", fewest, cap);
+      return 1;
+    }
+    int failures = 0;
+    if (dh_set_lengths(&c, lens) != 0 || dh_execute(&c, sess->stream) != 0 ||
+        dh_set_lengths(&p, lens) != 0 || dh_execute(&p, sess->stream) != 0) {
+      failures++;
+    } else {
+      sess->stats.executes += 2;
+      snprintf(label, sizeof label, "long segments %s", dh_describe(&c, d, sizeof d));
+      failures += dh_check(&c, label, &sess->stats) != 0;
+      snprintf(label, sizeof label, "long segments %s", dh_describe(&p, d, sizeof d));
+      failures += dh_check(&p, label, &sess->stats) != 0;
+      if (same_tiling(a, b) && ingot_plan_num_splits(c.plan) == splits) {
+        ++*bitwise;
+        if (memcmp(c.o, p.o, c.n_q * 2) != 0 || (c.s.lse && memcmp(c.lse, p.lse, c.n_lse * 4) != 0)) {
+          failures++;
+          fprintf(stderr, "FAIL: long segments: paged (%s) and contiguous (%s) differ\n", b->name, a->name);
+        }
+      } else {
+        failures++;
+        fprintf(stderr, "FAIL: long segments: paged %s (%d splits) and contiguous %s (%d splits) tile "
+                "differently\n", ingot_plan_kernel_name(p.plan), splits, ingot_plan_kernel_name(c.plan),
+                ingot_plan_num_splits(c.plan));
+      }
+    }
+    dh_case_destroy(&p);
+    dh_case_destroy(&c);
+    return failures;
+  }
+  return 1; /* not reached: the last capacity returns */
 }
 
 int main(int argc, char **argv) {
@@ -98,6 +184,7 @@ int main(int argc, char **argv) {
     }
     dh_case_destroy(&c);
   }
+  if (kp != NULL) other += long_segments(&sess, kc, kp, &bitwise);
   printf("%s: %d plans with one segment, %d with several, %d paged/contiguous bitwise "
          "comparisons\n",
          TEST_NAME, single, multi, bitwise);
