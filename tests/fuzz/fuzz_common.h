@@ -253,6 +253,9 @@ static inline void fz_check_plan(const ingot_ad_kernel_meta *m, const ingot_atte
   FZ_REQUIRE(p->capacity == g->capacity && p->sq == Sq && p->num_kv_heads == Hkv,
              "capacity %d sq %d num_kv_heads %d", p->capacity, p->sq, p->num_kv_heads);
   FZ_REQUIRE(p->page_size == (g->kv_layout == INGOT_KV_PAGED ? g->k.dims[1] : 0), "page_size %d", p->page_size);
+  /* paged: a wave's chunk lies in one page (the kernels' ChunkPages), so pages hold at least a chunk */
+  FZ_REQUIRE(g->kv_layout != INGOT_KV_PAGED || p->page_size >= m->tokens_per_wave,
+             "page size %d below tokens_per_wave %d", p->page_size, m->tokens_per_wave);
   FZ_REQUIRE(p->flags == ((g->mask == INGOT_MASK_CAUSAL ? 1 : 0) | (g->lse.rank != 0 ? 2 : 0)), "flags %d",
              p->flags);
 }
