@@ -206,9 +206,12 @@ struct ChunkPages {
   int end, shift, lane;
   int cur, next, blk;
 
-  INGOT_DEVICE ChunkPages(const int *table_, const Lengths &seg, int wave, int lane_, int page_shift)
-      : table(table_), first((long long)seg.begin + (long long)wave * T::kChunk), end(seg.end),
-        shift(page_shift), lane(lane_), cur(0), next(0), blk(0) {
+  // Sequence b's page table (page_table_stride entries per sequence), pages of page_size tokens.
+  INGOT_DEVICE ChunkPages(const int *page_table, long long page_table_stride, int b, int page_size,
+                          const Lengths &seg, int wave, int lane_)
+      : table(T::kPaged ? page_table + b * page_table_stride : nullptr),
+        first((long long)seg.begin + (long long)wave * T::kChunk), end(seg.end),
+        shift(T::kPaged ? 31 - __builtin_clz((unsigned)page_size) : 0), lane(lane_), cur(0), next(0), blk(0) {
     if constexpr (T::kPaged) {
       cur = load(0);
       next = load(1);
@@ -374,9 +377,7 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
     kbase += 2 * b * k_stride_b;
     vbase += 2 * b * v_stride_b;
   }
-  const int *ptable = T::kPaged ? page_table + b * page_table_stride : nullptr;
-  const int page_shift = T::kPaged ? 31 - __builtin_clz((unsigned)page_size) : 0;
-  ChunkPages<T> pages(ptable, seg, wave, lane, page_shift);
+  ChunkPages<T> pages(page_table, page_table_stride, b, page_size, seg, wave, lane);
   float *my_scores = sh.scores[wave];
 
   // Loads of the wave's chunk ci, at tok0: token n*TPL + grp; zeros (and no
@@ -593,13 +594,11 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
     kbase += 2 * b * k_stride_b;
     vbase += 2 * b * v_stride_b;
   }
-  const int *ptable = T::kPaged ? page_table + b * page_table_stride : nullptr;
-  const int page_shift = T::kPaged ? 31 - __builtin_clz((unsigned)page_size) : 0;
   // The element offset of a token within K or V, on its page when paged.
   auto token_off = [&](int pos, long long page, long long sb, long long st) -> long long {
     return T::kPaged ? page * sb + (long long)(pos & (page_size - 1)) * st : (long long)pos * st;
   };
-  ChunkPages<T> pages(ptable, seg, wave, lane, page_shift);
+  ChunkPages<T> pages(page_table, page_table_stride, b, page_size, seg, wave, lane);
 
   // One chunk of C tokens at tok0 through the tensor cores: S = q K^T, one
   // online-softmax rescale, O += P V. kw and vw are this lane's fragments.
