@@ -120,10 +120,14 @@ void dh_session_open(dh_session *s, int argc, char **argv, const char *test_name
   }
 }
 
-int dh_session_close(dh_session *s, const char *test_name, int other_failures) {
+void dh_session_release(dh_session *s) {
   gpu_stream_destroy(s->stream);
   free(s->kernels);
   dh_close(s->ctx);
+}
+
+int dh_session_close(dh_session *s, const char *test_name, int other_failures) {
+  dh_session_release(s);
   return dh_finish(test_name, &s->stats, other_failures);
 }
 

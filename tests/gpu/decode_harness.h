@@ -101,6 +101,9 @@ void dh_session_open(dh_session *s, int argc, char **argv, const char *test_name
 /* Destroys the stream, frees the kernels, closes the context; then dh_finish on
  * the session's totals. */
 int dh_session_close(dh_session *s, const char *test_name, int other_failures);
+/* What dh_session_close frees (stream, kernels, context), without the summary line:
+ * for a test that stops early with its own SKIP line. */
+void dh_session_release(dh_session *s);
 /* dh_find_kernel over the session's kernels. With failures given, a missing
  * contiguous kernel is a failure (printed, counted there); a missing paged one
  * is not (a pack may have no paged kernels). */

@@ -234,9 +234,7 @@ int main(int argc, char **argv) {
   if (strcmp(ingot_context_arch(sess.ctx), "sm_90") != 0) {
     char arch[64];
     snprintf(arch, sizeof arch, "%s", ingot_context_arch(sess.ctx));
-    gpu_stream_destroy(sess.stream);
-    free(sess.kernels);
-    dh_close(sess.ctx);
+    dh_session_release(&sess);
     printf("%s: SKIP: the writer is built for sm_90, the device is %s\n", TEST_NAME, arch);
     return 77;
   }
