@@ -21,6 +21,14 @@ static int same_tiling(const dh_kernel *a, const dh_kernel *b) {
          a->waves == b->waves && a->tokens_per_wave == b->tokens_per_wave;
 }
 
+/* Where paged output p and contiguous output c differ: "O", "LSE", or NULL when
+ * they are the same bits (both downloaded by dh_check). */
+static const char *bits_differ(const dh_case *c, const dh_case *p) {
+  if (memcmp(c->o, p->o, c->n_q * 2) != 0) return "O";
+  if (c->s.lse && memcmp(c->lse, p->lse, c->n_lse * 4) != 0) return "LSE";
+  return NULL;
+}
+
 /* Long segments, paged: the sequences and heads fill the device, so the plan
  * keeps one segment per head and a wave walks 65 or more chunks of it. The
  * kernels read a wave's page-table entries 32 chunks at a time (ChunkPages in
@@ -88,9 +96,11 @@ static int long_segments(dh_session *sess, const dh_kernel *kc, const dh_kernel 
       failures += dh_check(&p, label, &sess->stats) != 0;
       if (same_tiling(a, b) && ingot_plan_num_splits(c.plan) == splits) {
         ++*bitwise;
-        if (memcmp(c.o, p.o, c.n_q * 2) != 0 || (c.s.lse && memcmp(c.lse, p.lse, c.n_lse * 4) != 0)) {
+        const char *differ = bits_differ(&c, &p);
+        if (differ != NULL) {
           failures++;
-          fprintf(stderr, "FAIL: long segments: paged (%s) and contiguous (%s) differ\n", b->name, a->name);
+          fprintf(stderr, "FAIL: long segments: paged (%s) and contiguous (%s) differ in %s\n", b->name,
+                  a->name, differ);
         }
       } else {
         failures++;
@@ -164,13 +174,12 @@ int main(int argc, char **argv) {
           const dh_kernel *a = dh_kernel_named(ks, n, ingot_plan_kernel_name(c.plan));
           const dh_kernel *b = dh_kernel_named(ks, n, ingot_plan_kernel_name(p.plan));
           if (same_tiling(a, b) && ingot_plan_num_splits(p.plan) == splits) {
-            const int o_same = memcmp(c.o, p.o, c.n_q * 2) == 0;
-            const int l_same = !c.s.lse || memcmp(c.lse, p.lse, c.n_lse * 4) == 0;
+            const char *differ = bits_differ(&c, &p);
             bitwise++;
-            if (!o_same || !l_same) {
+            if (differ != NULL) {
               other++;
               fprintf(stderr, "FAIL: capacity %d: paged (%s) and contiguous (%s) differ in %s\n",
-                      cap, b->name, a->name, o_same ? "LSE" : "O");
+                      cap, b->name, a->name, differ);
             }
           } else {
             printf("  capacity %d: paged kernel %s (%d splits) and contiguous %s (%d splits) tile "
