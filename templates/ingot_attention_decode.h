@@ -601,8 +601,11 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   ChunkPages<T> pages(page_table, page_table_stride, b, page_size, seg, wave, lane);
 
   // One chunk of C tokens at tok0 through the tensor cores: S = q K^T, one
-  // online-softmax rescale, O += P V. kw and vw are this lane's fragments.
-  auto consume = [&](int tok0, const u32x4 (&kw)[NU][NKC], const u32x4 (&vw)[NPV][4][NVC]) {
+  // online-softmax rescale, O += P V. This lane's fragments come from kf(u, j)
+  // (token 8u + g, 16-byte chunk qd + 4j) and vf(p, t, cc) (token v_token(p, t),
+  // chunk g + 8cc): registers, or the ring, read where they are used so that a
+  // chunk of head dim 256 need not sit in registers whole.
+  auto consume = [&](int tok0, auto &&kf, auto &&vf) {
     // S for row g, tokens 8u + 2qd + e.
     float sc[NU][2];
     float cmax = run_max;
@@ -610,9 +613,10 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
     for (int u = 0; u < NU; ++u) {
       float c[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-      for (int s = 0; s < NKS; ++s) {
-        const u32x4 &w = kw[u][s / 2];
-        mma16816<DT>(c, qa[s], (s & 1) ? w.z : w.x, (s & 1) ? w.w : w.y);
+      for (int j = 0; j < NKC; ++j) {
+        const u32x4 w = kf(u, j);
+        mma16816<DT>(c, qa[2 * j], w.x, w.y);
+        mma16816<DT>(c, qa[2 * j + 1], w.z, w.w);
       }
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
@@ -648,19 +652,21 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
       const u32 pa[4] = {pack2<DT>(pr[2 * p][0], pr[2 * p][1]), 0u,
                          pack2<DT>(pr[2 * p + 1][0], pr[2 * p + 1][1]), 0u};
 #pragma unroll
-      for (int i = 0; i < NDT; ++i) {
-        const int cc = i / 8, el = i % 8;
-        const u32 sel = (el & 1) ? 0x7632u : 0x5410u;
-        const u32x4 &v0 = vw[p][0][cc], &v1 = vw[p][1][cc], &v2 = vw[p][2][cc], &v3 = vw[p][3][cc];
-        const int wi = el / 2;
-        const u32 w0 = wi == 0 ? v0.x : wi == 1 ? v0.y : wi == 2 ? v0.z : v0.w;
-        const u32 w1 = wi == 0 ? v1.x : wi == 1 ? v1.y : wi == 2 ? v1.z : v1.w;
-        const u32 w2 = wi == 0 ? v2.x : wi == 1 ? v2.y : wi == 2 ? v2.z : v2.w;
-        const u32 w3 = wi == 0 ? v3.x : wi == 1 ? v3.y : wi == 2 ? v3.z : v3.w;
-        float c[4] = {acc[i][0], acc[i][1], 0.f, 0.f};
-        mma16816<DT>(c, pa, byte_perm(w0, w1, sel), byte_perm(w2, w3, sel));
-        acc[i][0] = c[0];
-        acc[i][1] = c[1];
+      for (int cc = 0; cc < NVC; ++cc) {
+        const u32x4 v0 = vf(p, 0, cc), v1 = vf(p, 1, cc), v2 = vf(p, 2, cc), v3 = vf(p, 3, cc);
+#pragma unroll
+        for (int el = 0; el < 8; ++el) {
+          const int i = 8 * cc + el, wi = el / 2;
+          const u32 sel = (el & 1) ? 0x7632u : 0x5410u;
+          const u32 w0 = wi == 0 ? v0.x : wi == 1 ? v0.y : wi == 2 ? v0.z : v0.w;
+          const u32 w1 = wi == 0 ? v1.x : wi == 1 ? v1.y : wi == 2 ? v1.z : v1.w;
+          const u32 w2 = wi == 0 ? v2.x : wi == 1 ? v2.y : wi == 2 ? v2.z : v2.w;
+          const u32 w3 = wi == 0 ? v3.x : wi == 1 ? v3.y : wi == 2 ? v3.z : v3.w;
+          float c[4] = {acc[i][0], acc[i][1], 0.f, 0.f};
+          mma16816<DT>(c, pa, byte_perm(w0, w1, sel), byte_perm(w2, w3, sel));
+          acc[i][0] = c[0];
+          acc[i][1] = c[1];
+        }
       }
     }
   };
@@ -694,7 +700,8 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
       const int tok0 = tile + wave * C;
       u32x4 kn[NU][NKC], vn[NPV][4][NVC];
       load_chunk(next, tok0 + T::kTile, kn, vn);
-      consume(tok0, kw, vw);
+      consume(
+          tok0, [&](int u, int j) { return kw[u][j]; }, [&](int p, int t, int cc) { return vw[p][t][cc]; });
       if constexpr (T::kTrace)
         if (tile == seg.begin) stamp_after((int)float_to_bits(run_max), tns[3], tclk[3]);
 #pragma unroll
@@ -718,10 +725,13 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
     auto v_at = [&](u16 *stage, int t, int c) { return stage + (C + t) * D + 8 * (c ^ (((t >> 1) & 3) << 1)); };
     // Copies of one chunk: lane l takes chunks l + 32n of the chunk's C rows
     // (whole rows per half wave: coalesced), K and V alike; zeros past the end.
+    // Head dim 256: the copies' addresses, unrolled, would take the registers the
+    // chunk's fragments need (ptxas spills 440 bytes).
+    constexpr int kIssueUnroll = D > 128 ? 1 : C * CPR / kWaveSize;
     auto issue = [&](int slot, int ci, int tok0) {  // the wave's chunk ci, at tok0
       u16 *stage = ring + slot * 2 * C * D;
       const long long page = pages.page(ci);
-#pragma unroll
+#pragma unroll(kIssueUnroll)
       for (int n = 0; n < C * CPR / kWaveSize; ++n) {
         const int i = lane + kWaveSize * n, t = i / CPR, c = i % CPR;
         const int pos = tok0 + t;
@@ -745,19 +755,12 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
       if (ahead < seg.end) issue(slot == 0 ? NS - 1 : slot - 1, ahead_j, ahead + wave * C);
       async_commit();
       u16 *stage = ring + slot * 2 * C * D;
-      u32x4 kw[NU][NKC], vw[NPV][4][NVC];
-#pragma unroll
-      for (int u = 0; u < NU; ++u)
-#pragma unroll
-        for (int j = 0; j < NKC; ++j) kw[u][j] = *reinterpret_cast<const u32x4 *>(k_at(stage, 8 * u + g, qd + 4 * j));
-#pragma unroll
-      for (int p = 0; p < NPV; ++p)
-#pragma unroll
-        for (int t = 0; t < 4; ++t)
-#pragma unroll
-          for (int cc = 0; cc < NVC; ++cc)
-            vw[p][t][cc] = *reinterpret_cast<const u32x4 *>(v_at(stage, v_token(p, t), g + 8 * cc));
-      consume(tile + wave * C, kw, vw);
+      consume(
+          tile + wave * C,
+          [&](int u, int j) { return *reinterpret_cast<const u32x4 *>(k_at(stage, 8 * u + g, qd + 4 * j)); },
+          [&](int p, int t, int cc) {
+            return *reinterpret_cast<const u32x4 *>(v_at(stage, v_token(p, t), g + 8 * cc));
+          });
       if constexpr (T::kTrace)
         if (tile == seg.begin) stamp_after((int)float_to_bits(run_max), tns[3], tclk[3]);
       slot = slot == NS - 1 ? 0 : slot + 1;

@@ -129,8 +129,11 @@ int main(int argc, char **argv) {
       CHECK_HAS(name, want);
       const int tc = strstr(name, "_tc") != NULL;
       tensor_core += tc;
-      /* head dim 256 is SIMT everywhere; 64 and 128 take the tensor-core instances */
-      CHECK(tc == (d != 256));
+      /* 64 and 128 take the tensor-core instances; head dim 256 too on sm_90 for group 4
+       * from a capacity of 8192 and group 8 from 2048 (the ring kernels), else SIMT */
+      const int group = h[0] / h[1];
+      const int d256_tc = a == 0 && ((group == 4 && capacity >= 8192) || (group == 8 && capacity >= 2048));
+      CHECK(tc == (d != 256 || d256_tc));
       const int splits = ingot_plan_num_splits(plan);
       CHECK(splits >= 1 && splits <= 256);
       CHECK(ingot_plan_launch_count(plan) == (splits > 1 ? 2 : 1));
