@@ -3,7 +3,8 @@
  * configs/attention_decode.yaml) plans on an H200-like device: 132 SMs, two
  * resident workgroups of the seed kernel (4 waves x 16 tokens) each.
  *  - The benchmark's shapes (bench/decode.py) keep the counts they were tuned
- *    and measured with (docs/PERFORMANCE.md).
+ *    and measured with (docs/PERFORMANCE.md); so do the head-dim-256 ring
+ *    kernels' (1 wave, four resident per SM).
  *  - A nearly empty last round of workgroups gets more segments
  *    (docs/INTERNALS.md 4): B x Hkv just above the resident count.
  *  - Exact multiples of the resident count are not split further.
@@ -15,12 +16,16 @@
 
 static const ingot_ad_kernel_meta k_seed = {INGOT_DTYPE_BF16, 128, 4, 1, 4, 4, 16, 256, 0, 0};
 
-static int splits_for(const ingot_dispatch_entry *e, int B, int Hq, int Hkv, int64_t cap,
-                      const ingot_device_caps *caps) {
-  ingot_attention_graph g = shaped_graph(INGOT_DTYPE_BF16, Hq, Hkv, 128, 1, B, cap, 0, 0, 0, 0);
+/* The head-dim-256 ring kernels (decode_d256_tc, decode_g8_d256_tc): 1 wave, 16 tokens. */
+static const ingot_ad_kernel_meta k_d256_ring = {INGOT_DTYPE_BF16, 256, 4, 1, 4, 1, 16, 256, 0, 0};
+static const ingot_ad_kernel_meta k_g8_d256_ring = {INGOT_DTYPE_BF16, 256, 8, 1, 8, 1, 16, 256, 0, 0};
+
+static int splits_with(const ingot_dispatch_entry *e, const ingot_ad_kernel_meta *m, int B, int Hq, int Hkv,
+                       int64_t cap, const ingot_device_caps *caps) {
+  ingot_attention_graph g = shaped_graph(INGOT_DTYPE_BF16, Hq, Hkv, m->head_dim, 1, B, cap, 0, 0, 0, 0);
   ingot_dispatch_plan p;
   char err[256] = "";
-  const ingot_status s = e->plan(&k_seed, &g, caps, &p, err, sizeof err);
+  const ingot_status s = e->plan(m, &g, caps, &p, err, sizeof err);
   if (s != INGOT_OK) {
     fprintf(stderr, "B %d %d/%d capacity %lld: %s\n", B, Hq, Hkv, (long long)cap, err);
     CHECK_STATUS(s, INGOT_OK);
@@ -29,6 +34,11 @@ static int splits_for(const ingot_dispatch_entry *e, int B, int Hq, int Hkv, int
   CHECK(p.num_splits >= 1 && p.num_splits <= 256);
   CHECK(p.launches[0].grid[0] == (uint32_t)(p.num_splits * Hkv));
   return p.num_splits;
+}
+
+static int splits_for(const ingot_dispatch_entry *e, int B, int Hq, int Hkv, int64_t cap,
+                      const ingot_device_caps *caps) {
+  return splits_with(e, &k_seed, B, Hq, Hkv, cap, caps);
 }
 
 int main(void) {
@@ -49,6 +59,23 @@ int main(void) {
     if (got != c[4])
       fprintf(stderr, "B %d %d/%d L %d: %d segments, expected %d\n", c[0], c[1], c[2], c[3], got, c[4]);
     CHECK(got == c[4]);
+  }
+
+  /* The head-dim-256 ring kernels at the points measured with them (docs/PERFORMANCE.md,
+   * "Head dim 256 through the tensor cores"): 4 resident per SM, as the runtime derives
+   * from their 255 registers and 49 KiB of shared memory (runtime/src/plan.c). */
+  const ingot_device_caps h200_ring = {32, 132, 232448, 4};
+  static const int ring[][6] = {
+      {4, 1, 8, 2, 8192, 256},   {4, 1, 8, 2, 16384, 256},   {4, 1, 8, 2, 65536, 256},
+      {4, 16, 32, 8, 8192, 8},   {4, 64, 32, 8, 8192, 8},    {8, 1, 64, 8, 2048, 66},
+      {8, 1, 64, 8, 65536, 66},
+  };
+  for (size_t i = 0; i < sizeof ring / sizeof ring[0]; ++i) {
+    const int *c = ring[i];
+    const int got = splits_with(e, c[0] == 8 ? &k_g8_d256_ring : &k_d256_ring, c[1], c[2], c[3], c[4], &h200_ring);
+    if (got != c[5])
+      fprintf(stderr, "ring B %d %d/%d L %d: %d segments, expected %d\n", c[1], c[2], c[3], c[4], got, c[5]);
+    CHECK(got == c[5]);
   }
 
   /* Tails: 136 x 2 = 272 workgroups on 264 slots left 8 alone at the end; 272
