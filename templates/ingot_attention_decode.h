@@ -731,7 +731,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
     auto issue = [&](int slot, int ci, int tok0) {  // the wave's chunk ci, at tok0
       u16 *stage = ring + slot * 2 * C * D;
       const long long page = pages.page(ci);
-#pragma unroll(kIssueUnroll)
+#pragma unroll kIssueUnroll
       for (int n = 0; n < C * CPR / kWaveSize; ++n) {
         const int i = lane + kWaveSize * n, t = i / CPR, c = i % CPR;
         const int pos = tok0 + t;
