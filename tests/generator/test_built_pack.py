@@ -75,11 +75,9 @@ def census(pack_dir):
 
 
 def static_violations(pack_dir, archs=AMD):
-    """Every AMD entry point with scratch or spills, as 'kernel arch entry: ...' lines."""
-    with open(glob.glob(os.path.join(pack_dir, "*.kdp.json"))[0], encoding="utf-8") as f:
-        kdp = json.load(f)
+    """Every entry point on archs (AMD's by default) with scratch or spills, as 'kernel arch entry: ...' lines."""
     out = []
-    for kd in kdp["kernelDescriptors"]:
+    for kd in load_kdp(pack_dir)["kernelDescriptors"]:
         for arch, obj in sorted(kd["kernel_source"]["objects"].items()):
             if arch not in archs:
                 continue
@@ -96,9 +94,13 @@ KNOWN_SM90_SPILLS = re.compile(r"^attention_decode_(bf16|fp16)_d256_g[48]_sq1_(c
                                r"scratch (\d+), spill (\d+)$")
 
 
-def has_sm90(pack_dir):
+def load_kdp(pack_dir):
     with open(glob.glob(os.path.join(pack_dir, "*.kdp.json"))[0], encoding="utf-8") as f:
-        return any("sm_90" in kd["kernel_source"]["objects"] for kd in json.load(f)["kernelDescriptors"])
+        return json.load(f)
+
+
+def has_sm90(pack_dir):
+    return any("sm_90" in kd["kernel_source"]["objects"] for kd in load_kdp(pack_dir)["kernelDescriptors"])
 
 
 def unexpected_sm90_spills(pack_dir):
@@ -179,42 +181,47 @@ class BuiltPackTest(unittest.TestCase):
             self.assertEqual(len(problems), 1, problems)
             self.assertIn("sha256 differs", problems[0])
 
+    def _with_kdp(self, tmp, mutate):
+        """A copy of the pack whose KDP went through mutate(kdp); returns its folder."""
+        dst = self._copy(tmp)
+        kdp_path = glob.glob(os.path.join(dst, "*.kdp.json"))[0]
+        with open(kdp_path, encoding="utf-8") as f:
+            kdp = json.load(f)
+        mutate(kdp)
+        with open(kdp_path, "w", encoding="utf-8") as f:
+            json.dump(kdp, f)
+        return dst
+
     def test_scratch_or_spills_in_an_amd_object_are_detected(self):
+        def mutate(kdp):
+            objs = kdp["kernelDescriptors"][3]["kernel_source"]["objects"]
+            objs["gfx950"]["resources"]["merge"]["scratch"] = 16
+            objs["gfx942"]["resources"]["split"]["spill"] = 2
+
         with tempfile.TemporaryDirectory() as tmp:
-            dst = self._copy(tmp)
-            kdp_path = glob.glob(os.path.join(dst, "*.kdp.json"))[0]
-            with open(kdp_path, encoding="utf-8") as f:
-                kdp = json.load(f)
-            kd = kdp["kernelDescriptors"][3]
-            kd["kernel_source"]["objects"]["gfx950"]["resources"]["merge"]["scratch"] = 16
-            kd["kernel_source"]["objects"]["gfx942"]["resources"]["split"]["spill"] = 2
-            with open(kdp_path, "w", encoding="utf-8") as f:
-                json.dump(kdp, f)
+            dst = self._with_kdp(tmp, mutate)
+            name = load_kdp(dst)["kernelDescriptors"][3]["name"]
             self.assertEqual(static_violations(dst), [
-                f"{kd['name']} gfx942 split: scratch 0, spill 2",
-                f"{kd['name']} gfx950 merge: scratch 16, spill 0"])
+                f"{name} gfx942 split: scratch 0, spill 2",
+                f"{name} gfx950 merge: scratch 16, spill 0"])
 
     def test_new_or_larger_sm90_spills_are_detected(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            dst = self._copy(tmp)
-            kdp_path = glob.glob(os.path.join(dst, "*.kdp.json"))[0]
-            with open(kdp_path, encoding="utf-8") as f:
-                kdp = json.load(f)
-            by_name = {kd["name"]: kd for kd in kdp["kernelDescriptors"]}
-            seed = by_name.get("attention_decode_bf16_d128_g4_sq1_contig_w4t16_tc")
-            ring = by_name.get("attention_decode_bf16_d256_g4_sq1_paged_w1t16_tcs3")
-            if seed is None or ring is None or "sm_90" not in seed["kernel_source"]["objects"]:
-                self.skipTest("no sm_90 code objects in this build")
-            seed["kernel_source"]["objects"]["sm_90"]["resources"]["split"]["spill"] = 8
-            ring_split = ring["kernel_source"]["objects"]["sm_90"]["resources"]["split"]
-            ring_split["spill"] = 136
-            with open(kdp_path, "w", encoding="utf-8") as f:
-                json.dump(kdp, f)
-            self.assertEqual(unexpected_sm90_spills(dst), [
-                "attention_decode_bf16_d128_g4_sq1_contig_w4t16_tc sm_90 split: scratch 0, spill 8",
-                f"attention_decode_bf16_d256_g4_sq1_paged_w1t16_tcs3 sm_90 split: scratch {ring_split['scratch']}, "
-                "spill 136"])
+        if not has_sm90(PACK):
+            self.skipTest("no sm_90 code objects in this build")
+        seed, ring = "attention_decode_bf16_d128_g4_sq1_contig_w4t16_tc", "attention_decode_bf16_d256_g4_sq1_paged_w1t16_tcs3"
 
+        def mutate(kdp):
+            by_name = {kd["name"]: kd for kd in kdp["kernelDescriptors"]}
+            by_name[seed]["kernel_source"]["objects"]["sm_90"]["resources"]["split"]["spill"] = 8
+            by_name[ring]["kernel_source"]["objects"]["sm_90"]["resources"]["split"]["spill"] = 136
+
+        with tempfile.TemporaryDirectory() as tmp:
+            dst = self._with_kdp(tmp, mutate)
+            scratch = {kd["name"]: kd for kd in load_kdp(dst)["kernelDescriptors"]}[ring][
+                "kernel_source"]["objects"]["sm_90"]["resources"]["split"]["scratch"]
+            self.assertEqual(unexpected_sm90_spills(dst), [
+                f"{seed} sm_90 split: scratch 0, spill 8",
+                f"{ring} sm_90 split: scratch {scratch}, spill 136"])
 
 if __name__ == "__main__":
     unittest.main()
