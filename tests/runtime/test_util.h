@@ -189,7 +189,11 @@ static inline void remove_tree(const char *path) {
     while ((e = readdir(d)) != NULL) {
       if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
       char p[4096];
-      snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+      const int len = snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+      if (len < 0 || (size_t)len >= sizeof p) { /* truncated: never remove a different path */
+        fprintf(stderr, "remove_tree: path too long under %s, left in place\n", path);
+        continue;
+      }
       struct stat st;
       if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) remove_tree(p);
       else unlink(p);
