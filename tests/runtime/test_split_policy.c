@@ -48,34 +48,31 @@ int main(void) {
   if (e == NULL) return test_finish("test_split_policy");
   const ingot_device_caps h200 = {32, 132, 232448, 2};
 
-  /* bench/decode.py's points: B, Hq, Hkv, L = capacity, the count measured */
-  static const int bench[][5] = {
-      {1, 8, 2, 1024, 16},     {1, 8, 2, 4096, 64},      {1, 8, 2, 16384, 132}, {1, 8, 2, 65536, 132},
-      {1, 8, 2, 262144, 132},  {1, 8, 2, 1048576, 256},  {16, 32, 8, 8192, 2},  {64, 32, 8, 8192, 1},
-  };
-  for (size_t i = 0; i < sizeof bench / sizeof bench[0]; ++i) {
-    const int *c = bench[i];
-    const int got = splits_for(e, c[0], c[1], c[2], c[3], &h200);
-    if (got != c[4])
-      fprintf(stderr, "B %d %d/%d L %d: %d segments, expected %d\n", c[0], c[1], c[2], c[3], got, c[4]);
-    CHECK(got == c[4]);
-  }
-
-  /* The head-dim-256 ring kernels at the points measured with them (docs/PERFORMANCE.md,
-   * "Head dim 256 through the tensor cores"): 4 resident per SM, as the runtime derives
-   * from their 255 registers and 49 KiB of shared memory (runtime/src/plan.c). */
+  /* The head-dim-256 ring kernels run 4 resident per SM, as the runtime derives from
+   * their 255 registers and 49 KiB of shared memory (runtime/src/plan.c). */
   const ingot_device_caps h200_ring = {32, 132, 232448, 4};
-  static const int ring[][6] = {
-      {4, 1, 8, 2, 8192, 256},   {4, 1, 8, 2, 16384, 256},   {4, 1, 8, 2, 65536, 256},
-      {4, 16, 32, 8, 8192, 8},   {4, 64, 32, 8, 8192, 8},    {8, 1, 64, 8, 2048, 66},
-      {8, 1, 64, 8, 65536, 66},
+  /* The counts measured (docs/PERFORMANCE.md): bench/decode.py's points with the seed
+   * kernel, then the ring kernels' ("Head dim 256 through the tensor cores"). */
+  static const struct {
+    const ingot_ad_kernel_meta *m;
+    int ring, B, Hq, Hkv, L, want;
+  } measured[] = {
+      {&k_seed, 0, 1, 8, 2, 1024, 16},          {&k_seed, 0, 1, 8, 2, 4096, 64},
+      {&k_seed, 0, 1, 8, 2, 16384, 132},        {&k_seed, 0, 1, 8, 2, 65536, 132},
+      {&k_seed, 0, 1, 8, 2, 262144, 132},       {&k_seed, 0, 1, 8, 2, 1048576, 256},
+      {&k_seed, 0, 16, 32, 8, 8192, 2},         {&k_seed, 0, 64, 32, 8, 8192, 1},
+      {&k_d256_ring, 1, 1, 8, 2, 8192, 256},    {&k_d256_ring, 1, 1, 8, 2, 16384, 256},
+      {&k_d256_ring, 1, 1, 8, 2, 65536, 256},   {&k_d256_ring, 1, 16, 32, 8, 8192, 8},
+      {&k_d256_ring, 1, 64, 32, 8, 8192, 8},    {&k_g8_d256_ring, 1, 1, 64, 8, 2048, 66},
+      {&k_g8_d256_ring, 1, 1, 64, 8, 65536, 66},
   };
-  for (size_t i = 0; i < sizeof ring / sizeof ring[0]; ++i) {
-    const int *c = ring[i];
-    const int got = splits_with(e, c[0] == 8 ? &k_g8_d256_ring : &k_d256_ring, c[1], c[2], c[3], c[4], &h200_ring);
-    if (got != c[5])
-      fprintf(stderr, "ring B %d %d/%d L %d: %d segments, expected %d\n", c[1], c[2], c[3], c[4], got, c[5]);
-    CHECK(got == c[5]);
+  for (size_t i = 0; i < sizeof measured / sizeof measured[0]; ++i) {
+    const int B = measured[i].B, Hq = measured[i].Hq, Hkv = measured[i].Hkv, L = measured[i].L;
+    const int got = splits_with(e, measured[i].m, B, Hq, Hkv, L, measured[i].ring ? &h200_ring : &h200);
+    if (got != measured[i].want)
+      fprintf(stderr, "%sB %d %d/%d L %d: %d segments, expected %d\n", measured[i].ring ? "ring " : "", B, Hq,
+              Hkv, L, got, measured[i].want);
+    CHECK(got == measured[i].want);
   }
 
   /* Tails: 136 x 2 = 272 workgroups on 264 slots left 8 alone at the end; 272
