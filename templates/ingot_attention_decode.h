@@ -192,9 +192,10 @@ INGOT_DEVICE void store_row(void *o, float *lse, int b, int hkv, int row, int d,
                             long long o_stride_h, long long o_stride_s, int flags);
 
 // Pages of a wave's chunks (paged KV). The wave's chunk j holds tokens
-// seg.begin + j * TILE + wave * CHUNK onwards, CHUNK of them, CHUNK-aligned;
-// pages hold a multiple of CHUNK tokens (the plan and the generator refuse
-// smaller ones), so a chunk lies in one page. The wave reads its chunks'
+// seg.begin + j * TILE + wave * CHUNK onwards, CHUNK of them, CHUNK-aligned
+// (page() finds j from that first token); pages hold a multiple of CHUNK
+// tokens (the plan and the generator refuse smaller ones), so a chunk lies in
+// one page. The wave reads its chunks'
 // page-table entries kWaveSize at a time (lane l: chunk kWaveSize * blk + l),
 // one block ahead of their use, and a chunk's page is one shuffle away instead
 // of a page-table round trip ahead of its loads. Entries at or past the
@@ -202,15 +203,15 @@ INGOT_DEVICE void store_row(void *o, float *lse, int b, int hkv, int row, int d,
 template <class T>
 struct ChunkPages {
   const int *table;
-  long long first;  // the wave's first token, as if its chunk 0 were at seg.begin
+  int first;  // the wave's first token, as if its chunk 0 were at seg.begin
   int end, shift, lane;
-  int cur, next, blk;
+  int cur, next, blk;  // entries of block blk and blk + 1 (lane l: chunk 32 * blk + l)
 
   // Sequence b's page table (page_table_stride entries per sequence), pages of page_size tokens.
   INGOT_DEVICE ChunkPages(const int *page_table, long long page_table_stride, int b, int page_size,
                           const Lengths &seg, int wave, int lane_)
       : table(T::kPaged ? page_table + b * page_table_stride : nullptr),
-        first((long long)seg.begin + (long long)wave * T::kChunk), end(seg.end),
+        first(seg.begin + wave * T::kChunk), end(seg.end),
         shift(T::kPaged ? 31 - __builtin_clz((unsigned)page_size) : 0), lane(lane_), cur(0), next(0), blk(0) {
     if constexpr (T::kPaged) {
       cur = load(0);
@@ -221,12 +222,13 @@ struct ChunkPages {
     const long long tok = first + ((long long)b * kWaveSize + lane) * T::kTile;
     return load_dep_if(table + (tok >> shift), tok < end);
   }
-  // The page of chunk j; j must not decrease from call to call, and every lane
-  // of the wave passes the same j.
-  INGOT_DEVICE long long page(int j) {
+  // The page of the wave's chunk at tok0 (its first token); tok0 must not
+  // decrease from call to call, and every lane of the wave passes the same one.
+  INGOT_DEVICE long long page(int tok0) {
     if constexpr (!T::kPaged) {
       return 0;
     } else {
+      const int j = (int)((unsigned)(tok0 - first) / (unsigned)T::kTile);  // the wave's chunk index
       if (j >= (blk + 1) * kWaveSize) {
         cur = next;
         ++blk;
@@ -382,8 +384,8 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
 
   // Loads of the wave's chunk ci, at tok0: token n*TPL + grp; zeros (and no
   // memory access) at or past the segment end.
-  auto load_chunk = [&](int ci, int tok0, u32x4 (&kw)[NL], u32x4 (&vw)[NL]) {
-    const long long page = pages.page(ci);
+  auto load_chunk = [&](int tok0, u32x4 (&kw)[NL], u32x4 (&vw)[NL]) {
+    const long long page = pages.page(tok0);
 #pragma unroll
     for (int n = 0; n < NL; ++n) {
       const int pos = tok0 + n * TPL + grp;
@@ -408,12 +410,11 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
 
   // Software pipeline: the next chunk's K and V are in flight while this one is used.
   u32x4 kw[NL], vw[NL];
-  load_chunk(0, seg.begin + wave * C, kw, vw);
-  int next = 1;  // the chunk index of the loads in flight
-  for (int tile = seg.begin; tile < seg.end; tile += T::kTile, ++next) {
+  load_chunk(seg.begin + wave * C, kw, vw);
+  for (int tile = seg.begin; tile < seg.end; tile += T::kTile) {
     const int tok0 = tile + wave * C;
     u32x4 kn[NL], vn[NL];
-    load_chunk(next, tok0 + T::kTile, kn, vn);
+    load_chunk(tok0 + T::kTile, kn, vn);
 
     // Partial q.k over this lane's 8 elements, for every (load, row).
     float part[T::kPartials];
@@ -673,9 +674,9 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
 
   if constexpr (NS == 0) {
     // The next chunk's K and V are in flight in registers while this one is used.
-    // The wave's chunk ci, at tok0.
-    auto load_chunk = [&](int ci, int tok0, u32x4 (&kw)[NU][NKC], u32x4 (&vw)[NPV][4][NVC]) {
-      const long long page = pages.page(ci);
+    // The wave's chunk at tok0.
+    auto load_chunk = [&](int tok0, u32x4 (&kw)[NU][NKC], u32x4 (&vw)[NPV][4][NVC]) {
+      const long long page = pages.page(tok0);
 #pragma unroll
       for (int u = 0; u < NU; ++u) {
         const int pos = tok0 + 8 * u + g;
@@ -694,12 +695,11 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
         }
     };
     u32x4 kw[NU][NKC], vw[NPV][4][NVC];
-    load_chunk(0, seg.begin + wave * C, kw, vw);
-    int next = 1;  // the chunk index of the loads in flight
-    for (int tile = seg.begin; tile < seg.end; tile += T::kTile, ++next) {
+    load_chunk(seg.begin + wave * C, kw, vw);
+    for (int tile = seg.begin; tile < seg.end; tile += T::kTile) {
       const int tok0 = tile + wave * C;
       u32x4 kn[NU][NKC], vn[NPV][4][NVC];
-      load_chunk(next, tok0 + T::kTile, kn, vn);
+      load_chunk(tok0 + T::kTile, kn, vn);
       consume(
           tok0, [&](int u, int j) { return kw[u][j]; }, [&](int p, int t, int cc) { return vw[p][t][cc]; });
       if constexpr (T::kTrace)
@@ -728,9 +728,9 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
     // Head dim 256: the copies' addresses, unrolled, would take the registers the
     // chunk's fragments need (ptxas spills 440 bytes).
     constexpr int kIssueUnroll = D > 128 ? 1 : C * CPR / kWaveSize;
-    auto issue = [&](int slot, int ci, int tok0) {  // the wave's chunk ci, at tok0
+    auto issue = [&](int slot, int tok0) {  // the wave's chunk at tok0
       u16 *stage = ring + slot * 2 * C * D;
-      const long long page = pages.page(ci);
+      const long long page = pages.page(tok0);
 #pragma unroll kIssueUnroll
       for (int n = 0; n < C * CPR / kWaveSize; ++n) {
         const int i = lane + kWaveSize * n, t = i / CPR, c = i % CPR;
@@ -743,16 +743,15 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
 #pragma unroll
     for (int s = 0; s < NS - 1; ++s) {
       const int tok0 = seg.begin + s * T::kTile + wave * C;
-      if (seg.begin + s * T::kTile < seg.end) issue(s, s, tok0);
+      if (seg.begin + s * T::kTile < seg.end) issue(s, tok0);
       async_commit();
     }
     int slot = 0;  // the stage this step uses; the chunk NS - 1 steps ahead goes to the one before it
-    int ahead_j = NS - 1;  // that chunk's index
-    for (int tile = seg.begin; tile < seg.end; tile += T::kTile, ++ahead_j) {
+    for (int tile = seg.begin; tile < seg.end; tile += T::kTile) {
       async_wait<NS - 2>();  // this thread's copies of this step have landed
       sync_wave();           // ... and every lane's; the stage before is no longer read
       const int ahead = tile + (NS - 1) * T::kTile;
-      if (ahead < seg.end) issue(slot == 0 ? NS - 1 : slot - 1, ahead_j, ahead + wave * C);
+      if (ahead < seg.end) issue(slot == 0 ? NS - 1 : slot - 1, ahead + wave * C);
       async_commit();
       u16 *stage = ring + slot * 2 * C * D;
       consume(
