@@ -84,6 +84,7 @@ INGOT_DEVICE void copy16_async(void *lds, const void *p, bool pred);
 INGOT_DEVICE void async_commit();
 template <int N>
 INGOT_DEVICE void async_wait();
+INGOT_DEVICE unsigned char *dynamic_lds(unsigned bytes);
 // Declared so the experiment knob `trace` parses; the generator allows it on NVIDIA archs only.
 INGOT_DEVICE void stamp_after(int dep, unsigned long long &ns, unsigned long long &clk);
 INGOT_DEVICE unsigned sm_id();
@@ -237,6 +238,17 @@ INGOT_DEVICE void async_commit() { asm volatile("cp.async.commit_group;" ::: "me
 template <int N>
 INGOT_DEVICE void async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+// The workgroup's dynamic shared memory (the launch's size; past the 48 KiB of
+// static shared memory with the function's opt-in attribute, which the runtime
+// sets). A launch with less than `bytes` traps: the workgroup would otherwise
+// write past it.
+INGOT_DEVICE unsigned char *dynamic_lds(unsigned bytes) {
+  extern __shared__ __align__(16) unsigned char ingot_dynamic_lds[];
+  unsigned have;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(have));
+  if (have < bytes) __trap();
+  return ingot_dynamic_lds;
 }
 INGOT_DEVICE float max32(float a, float b) { return fmaxf(a, b); }
 // Approximate reciprocal: no call into the IEEE division slow path (which

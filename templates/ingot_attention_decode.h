@@ -59,7 +59,7 @@ enum Math { kMathSimt = 0, kMathAuto = 1 };
 
 template <int DTYPE_, int HEAD_DIM_, int GROUP_, int MAX_SQ_, int ROWS_, bool PAGED_, int WAVES_,
           int TOKENS_PER_WAVE_, int OCCUPANCY_ = 0, int MATH_ = kMathSimt, int STAGES_ = 0,
-          int TRACE_ = 0>
+          int TRACE_ = 0, int DYNAMIC_LDS_ = 0>
 struct DecodeTraits {
   // kMathAuto: tensor cores where the arch has them (sm_90: mma.sync), else the SIMT path.
   static constexpr bool kUseMma = MATH_ == kMathAuto && kHasMma16816;
@@ -67,6 +67,11 @@ struct DecodeTraits {
   // and V through an N-deep ring of shared-memory stages per wave (async copies).
   static constexpr int kStages = kUseMma ? STAGES_ : 0;
   static_assert(STAGES_ == 0 || (STAGES_ >= 2 && STAGES_ <= 8), "stages: 0 or 2..8");
+  // Bytes of dynamic shared memory the split kernel takes its ring and results
+  // from (0: static). The generator sets it where the ring is past the static
+  // limit, and the runtime launches the split with that much.
+  static constexpr int kDynamicLds = DYNAMIC_LDS_;
+  static_assert(DYNAMIC_LDS_ == 0 || kStages > 0, "dynamic shared memory: ring kernels only");
   // Experiment (knob `trace`; tensor-core path, NVIDIA): each split and merge
   // workgroup stamps its phases into a record past the workspace's partials
   // (trace_base below; bench/kernel_probe.py --trace reads them).
@@ -281,6 +286,19 @@ union alignas(16) SplitSmem {
   SplitShared<T> fin;
   u16 ring[T::kStages > 0 ? T::kWaves * T::kStages * 2 * T::kChunk * T::kHeadDim : 1];
 };
+
+// The split workgroup's shared memory: static, or dynamic when it is past the
+// static limit (T::kDynamicLds, the launch's size, at least sizeof SplitSmem).
+template <class T>
+INGOT_DEVICE SplitSmem<T> &split_smem() {
+  if constexpr (T::kDynamicLds > 0) {
+    static_assert(sizeof(SplitSmem<T>) <= (unsigned)T::kDynamicLds, "dynamic LDS smaller than the ring");
+    return *reinterpret_cast<SplitSmem<T> *>(dynamic_lds(T::kDynamicLds));
+  } else {
+    INGOT_SHARED SplitSmem<T> smem;
+    return smem;
+  }
+}
 
 // The end of a split workgroup: its waves' (max, sum, acc) sit in LDS; merge
 // them and write O and LSE (one segment) or the segment's fp32 partial.
@@ -540,7 +558,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   constexpr int CPR = D / 8;    // 16-byte chunks per row of D
   static_assert(T::kUseMma && kWaveSize == 32 && D % 64 == 0 && C % 16 == 0 && R <= 8, "mma path shape");
   static_assert(NS == 0 || (C * CPR) % kWaveSize == 0, "ring copies: whole waves");
-  INGOT_SHARED SplitSmem<T> smem;
+  SplitSmem<T> &smem = split_smem<T>();
   SplitShared<T> &sh = smem.fin;
 
   const int tid = thread_id();

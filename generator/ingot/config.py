@@ -290,11 +290,16 @@ def _check_instance_fits(inst, archs, vpath, ctx):
                       f"is not a multiple of {tpl}, the tokens one load covers on {arch.name} "
                       f"for head dim {inst.head_dim} (instance {inst.name})")
             ok = False
+        ring = ""
+        if inst.uses_ring(arch):
+            ring = (f" (its shared-memory ring: {inst.waves} waves x {inst.stages} stages x "
+                    f"{inst.tokens_per_wave} tokens x head dim {inst.head_dim} x 4 bytes for K and V)")
+        if inst.dynamic_lds(arch) > arch.max_dynamic_lds_bytes:
+            ctx.error(vpath + ("knobs",), f"instance {inst.name} needs {inst.dynamic_lds(arch)} bytes of "
+                      f"LDS, more than the {arch.max_dynamic_lds_bytes} {arch.name} allows a workgroup at "
+                      f"launch{ring}")
+            ok = False
         if inst.lds_bytes(arch) > arch.max_lds_bytes:
-            ring = ""
-            if inst.uses_ring(arch):
-                ring = (f" (its shared-memory ring: {inst.waves} waves x {inst.stages} stages x "
-                        f"{inst.tokens_per_wave} tokens x head dim {inst.head_dim} x 4 bytes for K and V)")
             ctx.error(vpath + ("knobs",), f"instance {inst.name} needs {inst.lds_bytes(arch)} bytes of "
                       f"LDS, more than the {arch.max_lds_bytes} {arch.name} allows{ring}")
             ok = False

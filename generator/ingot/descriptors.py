@@ -3,6 +3,7 @@ written as sorted, indented JSON."""
 
 import json
 
+from ingot.archs import ARCHS
 from ingot.families import attention_decode as ad
 from ingot.ids import descriptor_id, kernel_id
 
@@ -61,15 +62,19 @@ def build(pack):
         umd_id = descriptor_id(p, "umd", inst.name)
         out[umd_name] = {"version": VERSION, "id": umd_id, "name": inst.name, "scope": "kernel",
                          "constraints": inst.constraints()}
+        source = {
+            "kind": "hip_source",
+            "sources": {a: inst.filename(a) for a in inst.archs},
+            "symbols": {e: inst.symbol(e) for e in ad.ENTRY_POINTS},
+            "spec": {"variant": inst.variant, "rows_total": inst.rows_total},
+        }
+        # Dynamic LDS an entry point is launched with, per arch (where any is).
+        dynamic = {a: {"split": inst.dynamic_lds(ARCHS[a])} for a in inst.archs if inst.dynamic_lds(ARCHS[a])}
+        if dynamic:
+            source["dynamic_lds"] = dynamic
         kernels.append({
             "version": VERSION, "id": kernel_id(inst), "name": inst.name, "priority": inst.priority,
-            "matchers": [umd_id], "metadata": inst.metadata(),
-            "kernel_source": {
-                "kind": "hip_source",
-                "sources": {a: inst.filename(a) for a in inst.archs},
-                "symbols": {e: inst.symbol(e) for e in ad.ENTRY_POINTS},
-                "spec": {"variant": inst.variant, "rows_total": inst.rows_total},
-            },
+            "matchers": [umd_id], "metadata": inst.metadata(), "kernel_source": source,
         })
     out[n["kdp"]] = {
         "version": VERSION, "id": ids["kdp"], "name": p, "engine": ids["ued"], "dispatch": ids["udd"],

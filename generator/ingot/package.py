@@ -111,6 +111,9 @@ def _package(generated, objects, out, readelf, archs, quiet):
                     "signature": [{"kind": w["kind"], "offset": g["offset"], "size": g["size"]}
                                   for g, w in zip(first["signature"], udd["signature"])],
                     "resources": resources,
+                    # Dynamic LDS each entry point is launched with (bytes; the generator's).
+                    "dynamic_lds": {e: int(src.get("dynamic_lds", {}).get(arch.name, {}).get(e, 0))
+                                    for e in sorted(src["symbols"])},
                 }
             kd["kernel_source"] = {"kind": "code_object", "symbols": src["symbols"], "objects": objs}
         with open(os.path.join(stage, os.path.basename(kdps[0])), "w", encoding="utf-8") as f:

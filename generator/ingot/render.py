@@ -8,6 +8,7 @@ import os
 import jinja2
 
 from ingot import ctokens, descriptors
+from ingot.archs import ARCHS
 from ingot.families import attention_decode as ad
 
 TEMPLATE_DIR = os.environ.get("INGOT_TEMPLATE_DIR") or os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "templates")
@@ -43,7 +44,8 @@ def render_pack(pack, env=None):
     for inst in pack.instances:
         for arch in inst.archs:
             files[inst.filename(arch)] = kt.render(inst=inst, arch=arch, config=pack.config_path,
-                                                   split=inst.symbol("split"), merge=inst.symbol("merge"))
+                                                   split=inst.symbol("split"), merge=inst.symbol("merge"),
+                                                   dynamic_lds=inst.dynamic_lds(ARCHS[arch]))
     sig = [dict(a, expr=KERNARG_EXPR[a["name"]]) for a in ad.signature()]
     missing = set(KERNARG_EXPR) ^ {a["name"] for a in sig}
     if missing:

@@ -36,6 +36,11 @@ typedef struct ingot_backend_ops {
   ingot_status (*function_params)(ingot_backend_device *dev, ingot_backend_function fn,
                                   size_t *offsets, size_t *sizes, int max, int *count, char *err,
                                   size_t err_size);
+  /* Lets fn be launched with `bytes` of dynamic LDS (CUDA: past 48 KiB a function
+   * must opt in); NULL where the driver needs nothing. Called once per function,
+   * at load, for an entry point with dynamic LDS. */
+  ingot_status (*function_set_dynamic_lds)(ingot_backend_device *dev, ingot_backend_function fn,
+                                           uint32_t bytes, char *err, size_t err_size);
   /* Launches with a packed kernarg buffer on the caller's stream; never syncs.
    * flags: INGOT_LAUNCH_* (dispatch.h); a backend may ignore them. */
   ingot_status (*launch)(ingot_backend_device *dev, ingot_backend_function fn,

@@ -36,8 +36,11 @@ enum {
   CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10,
   CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
-  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
 };
+
+enum { CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 };
 
 /* cuLaunchKernelEx's configuration (cuda.h, CUDA 12): an attribute is its id,
  * padding to 8 bytes, and a 64-byte value union. */
@@ -108,6 +111,8 @@ typedef struct CUlaunchConfig {
   /* CUDA 12.4+: load a function now rather than at its first launch (lazy loading), so  \
    * the first launch never happens inside a stream capture or on two streams at once. */ \
   X(OPTIONAL, cuFuncLoad, CUresult, (CUfunction f), "cuFuncLoad", NULL)                          \
+  X(OPTIONAL, cuFuncSetAttribute, CUresult, (CUfunction f, int attrib, int value),              \
+    "cuFuncSetAttribute", NULL)                                                                  \
   /* CUDA 12.0+: launch attributes (programmatic dependent launch). */                          \
   X(OPTIONAL, cuLaunchKernelEx, CUresult,                                                        \
     (const CUlaunchConfig *config, CUfunction f, void **params, void **extra), "cuLaunchKernelEx", NULL)
@@ -409,6 +414,41 @@ static ingot_status cuda_function_params(ingot_backend_device *dev, ingot_backen
   return INGOT_OK;
 }
 
+static ingot_status cuda_function_set_dynamic_lds(ingot_backend_device *dev, ingot_backend_function fn,
+                                                   uint32_t bytes, char *err, size_t err_size) {
+  if (fn == NULL) {
+    ingot_backend_set_err(err, err_size, "cuda dynamic shared memory: function is required");
+    return INGOT_INVALID_ARGUMENT;
+  }
+  ingot_status st = check_device(dev, "dynamic shared memory", err, err_size);
+  if (st != INGOT_OK) return st;
+  if (dev->api.cuFuncSetAttribute == NULL) {
+    ingot_backend_set_err(err, err_size, "the CUDA driver has no cuFuncSetAttribute (allowed: a driver "
+                          "that lets a function opt in to more than 48 KiB of shared memory)");
+    return INGOT_UNAVAILABLE;
+  }
+  if (bytes > (uint32_t)INT32_MAX) {
+    ingot_backend_set_err(err, err_size, "%u bytes (allowed: up to the device's opt-in maximum)", bytes);
+    return INGOT_INVALID_ARGUMENT;
+  }
+  CUresult res = dev->api.cuFuncSetAttribute((CUfunction)fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                             (int)bytes);
+  if (res != CUDA_SUCCESS) {
+    char what[256];
+    describe(&dev->api, res, what, sizeof what);
+    int optin = 0;
+    if (dev->api.cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev->device) !=
+        CUDA_SUCCESS)
+      optin = -1;
+    ingot_backend_set_err(err, err_size,
+                          "cuFuncSetAttribute (max dynamic shared memory %u bytes) failed with %s (allowed: at most "
+                          "%d bytes with the function's static shared memory on this device)",
+                          bytes, what, optin);
+    return INGOT_DEVICE_ERROR;
+  }
+  return INGOT_OK;
+}
+
 static ingot_status cuda_launch(ingot_backend_device *dev, ingot_backend_function fn,
                                 const uint32_t grid[3], const uint32_t block[3],
                                 uint32_t lds_bytes, uint32_t flags, void *stream,
@@ -467,5 +507,6 @@ const ingot_backend_ops ingot_backend_cuda_ops = {
     .module_unload = cuda_module_unload,
     .function_get = cuda_function_get,
     .function_params = cuda_function_params,
+    .function_set_dynamic_lds = cuda_function_set_dynamic_lds,
     .launch = cuda_launch,
 };

@@ -53,7 +53,8 @@ typedef struct ingot_launch {
   int entry;                 /* index into the UDD's entry_points: 0 split, 1 merge */
   uint32_t grid[3];
   uint32_t block[3];
-  uint32_t lds_bytes;        /* dynamic LDS; the kernels use static LDS only: 0 */
+  uint32_t lds_bytes;        /* dynamic LDS: the stub leaves 0, the runtime sets the entry
+                                point's (its code object's dynamic_lds in the KDP) */
   uint32_t flags;            /* INGOT_LAUNCH_* */
 } ingot_launch;
 

@@ -64,6 +64,10 @@ typedef struct ingot_code_object {
    * registers per lane (VGPRs + AGPRs on AMD) and static LDS bytes. */
   int split_registers;
   int split_lds;
+  /* Dynamic LDS bytes each UDD entry point is launched with (the KDP object's
+   * dynamic_lds; 0 where it says nothing). Correctness, not planning: a ring
+   * kernel launched with less traps. */
+  uint32_t dynamic_lds[INGOT_MAX_ENTRY_POINTS];
 } ingot_code_object;
 
 struct ingot_pack;
@@ -188,6 +192,9 @@ const ingot_dispatch_plan *ingot_plan_dispatch_info(const ingot_plan *plan);
 
 int ingot_arch_wave_size(const char *arch); /* 32 sm_*, 64 gfx*, 0 unknown */
 size_t ingot_arch_max_lds(const char *arch);
+/* The most LDS one workgroup may take at launch (NVIDIA: with the function's
+ * opt-in attribute; AMD: the arch's LDS); 0 for an unknown arch. */
+size_t ingot_arch_max_dynamic_lds(const char *arch);
 int ingot_blocks_per_cu(const char *arch, const ingot_code_object *obj, int waves, int wave_size);
 
 #endif

@@ -735,6 +735,33 @@ static int check_object(loader *L, const char *file, const char *opath, json_t *
   }
   if (get_typed(L, file, o, opath, "resources", JSON_OBJECT, "an object of per-entry-point resources") == NULL)
     return 0;
+  /* Dynamic LDS per entry point, launched with it; absent: 0 for every entry point. */
+  json_t *dyn = json_object_get(o, "dynamic_lds");
+  if (dyn != NULL) {
+    ingot_format(path, sizeof path, "%s.dynamic_lds", opath);
+    if (!json_is_object(dyn))
+      return fail(L, INGOT_INVALID_PACK, file, path, "%s (allowed: an object {entry point: bytes})",
+                  ingot_json_type_name(dyn));
+    const size_t max = ingot_arch_max_dynamic_lds(obj->arch);
+    const char *ep;
+    json_t *v;
+    json_object_foreach(dyn, ep, v) {
+      size_t e = 0;
+      while (e < pack->num_entry_points && strcmp(json_string_value(json_array_get(L->entry_points, e)), ep)) ++e;
+      if (e == pack->num_entry_points) {
+        ingot_strbuf names = {0};
+        for (size_t i = 0; i < pack->num_entry_points; ++i)
+          ingot_strbuf_appendf(&names, "%s%s", i ? ", " : "", json_string_value(json_array_get(L->entry_points, i)));
+        fail(L, INGOT_INVALID_PACK, file, path, "entry point \"%s\" is not in the UDD (allowed: %s)", ep,
+             ingot_strbuf_str(&names));
+        ingot_strbuf_free(&names);
+        return 0;
+      }
+      int64_t bytes;
+      if (!get_int(L, file, dyn, path, ep, 0, (int64_t)max, &bytes)) return 0;
+      obj->dynamic_lds[e] = (uint32_t)bytes;
+    }
+  }
   /* the bytes themselves */
   unsigned char *bytes;
   size_t size;

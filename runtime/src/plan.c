@@ -18,6 +18,8 @@
  * granularity, and the thread limit. 0 when the resources are unknown. */
 int ingot_blocks_per_cu(const char *arch, const ingot_code_object *obj, int waves, int wave_size) {
   if (obj->split_registers <= 0 || waves <= 0 || wave_size <= 0) return 0;
+  /* static and dynamic LDS of the split (entry point 0) */
+  const int lds = obj->split_lds + (int)obj->dynamic_lds[0];
   int blocks;
   if (strncmp(arch, "sm_", 3) == 0) {
     /* 64K registers per SM, allocated per warp in units of 256; 2048 threads; 32 blocks;
@@ -26,7 +28,7 @@ int ingot_blocks_per_cu(const char *arch, const ingot_code_object *obj, int wave
     blocks = 65536 / per_warp / waves;
     const int by_threads = 2048 / (waves * wave_size);
     if (by_threads < blocks) blocks = by_threads;
-    if (obj->split_lds > 0 && 233472 / (obj->split_lds + 1024) < blocks) blocks = 233472 / (obj->split_lds + 1024);
+    if (lds > 0 && 233472 / (lds + 1024) < blocks) blocks = 233472 / (lds + 1024);
     if (blocks > 32) blocks = 32;
   } else {
     /* CDNA3: 4 SIMDs per CU, 512 VGPRs (with AGPRs) per lane in units of 8, up to
@@ -35,8 +37,8 @@ int ingot_blocks_per_cu(const char *arch, const ingot_code_object *obj, int wave
     int per_simd = 512 / vgprs;
     if (per_simd > 8) per_simd = 8;
     blocks = 4 * per_simd / waves;
-    const size_t lds = ingot_arch_max_lds(arch);
-    if (obj->split_lds > 0 && (int)(lds / (size_t)obj->split_lds) < blocks) blocks = (int)(lds / (size_t)obj->split_lds);
+    const size_t max = ingot_arch_max_lds(arch);
+    if (lds > 0 && (int)(max / (size_t)lds) < blocks) blocks = (int)(max / (size_t)lds);
   }
   return blocks > 0 ? blocks : 0;
 }
@@ -77,6 +79,11 @@ static ingot_status plan_kernel(const ingot_context *ctx, const char *arch, ingo
                  "UDD's %zu, an empty grid/block or a negative modelled time", k->name,
                  k->pack->dispatch->symbol, d->num_launches, k->pack->num_entry_points);
     return INGOT_INTERNAL;
+  }
+  /* Each launch takes the dynamic LDS its entry point's code object declares. */
+  for (int i = 0; i < plan->dispatch.num_launches; ++i) {
+    ingot_launch *l = &plan->dispatch.launches[i];
+    l->lds_bytes = obj ? obj->dynamic_lds[l->entry] : 0;
   }
   return INGOT_OK;
 }
@@ -219,6 +226,14 @@ static ingot_status load_module(const ingot_context *ctx, ingot_kernel *k, char 
     if (s != INGOT_OK) {
       ingot_format(err, n, "kernel %s: symbol %s in %s: %s", k->name, k->symbols[e], obj->path, msg);
       break;
+    }
+    if (obj->dynamic_lds[e] > 0 && ops->function_set_dynamic_lds != NULL) {
+      s = ops->function_set_dynamic_lds(ctx->dev, k->functions[e], obj->dynamic_lds[e], msg, sizeof msg);
+      if (s != INGOT_OK) {
+        ingot_format(err, n, "kernel %s: %s in %s takes %u bytes of dynamic shared memory: %s", k->name,
+                     k->symbols[e], obj->path, obj->dynamic_lds[e], msg);
+        break;
+      }
     }
     size_t offsets[INGOT_MAX_SIGNATURE_ARGS], sizes[INGOT_MAX_SIGNATURE_ARGS];
     int count = 0;

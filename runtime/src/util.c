@@ -90,6 +90,19 @@ size_t ingot_arch_max_lds(const char *arch) {
   return 0;
 }
 
+size_t ingot_arch_max_dynamic_lds(const char *arch) {
+  if (arch == NULL) return 0;
+  if (strncmp(arch, "sm_", 3) == 0) {
+    /* The CUDA programming guide's per-block opt-in maxima by compute capability. */
+    const int cc = atoi(arch + 3);
+    if (cc == 90 || cc == 100 || cc == 103) return 227u * 1024u;
+    if (cc == 80 || cc == 87) return 163u * 1024u;
+    if (cc == 86 || cc == 89 || cc == 120) return 99u * 1024u;
+    return 48u * 1024u; /* unknown: the static limit every sm_* has */
+  }
+  return ingot_arch_max_lds(arch);
+}
+
 /* The JSON type of a value as an error message names it ("missing" for NULL). */
 const char *ingot_json_type_name(json_t *v) {
   if (v == NULL) return "missing";

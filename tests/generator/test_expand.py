@@ -89,10 +89,10 @@ class RealConfigTest(unittest.TestCase):
             tpw.setdefault(inst.variant, set()).add((inst.waves, inst.tokens_per_wave, inst.max_splits, inst.math))
         self.assertEqual(tpw, {"decode": {(4, 16, 256, "auto")}, "decode_long": {(2, 16, 256, "auto")},
                                "decode_w8": {(8, 16, 256, "auto")},
-                               "decode_d256": {(4, 8, 256, "simt")}, "decode_d256_tc": {(1, 16, 256, "auto")},
+                               "decode_d256": {(4, 8, 256, "simt")}, "decode_d256_tc": {(4, 16, 256, "auto")},
                                "decode_g8": {(4, 16, 256, "auto")}, "decode_g8_d64": {(4, 16, 256, "auto")},
                                "decode_g8_d256": {(4, 4, 256, "simt")},
-                               "decode_g8_d256_tc": {(1, 16, 256, "auto")}, "speculative": {(4, 16, 256, "auto")}})
+                               "decode_g8_d256_tc": {(4, 16, 256, "auto")}, "speculative": {(4, 16, 256, "auto")}})
 
     def test_rows_are_group_times_max_sq_capped_at_8(self):
         want = {
@@ -167,6 +167,26 @@ class ExpansionRuleTest(unittest.TestCase):
         files = render_pack(expand(variant("v", extra="    knobs: {math: auto, waves: 2, stages: 3}\n")))
         for arch in ("gfx942", "sm_90"):
             self.assertIn("/*stages*/ 3>", files[f"kernels/{arch}/{ring.name}.hip"])
+        self.assertEqual((ring.dynamic_lds(ARCHS["sm_90"]), ring.dynamic_lds(ARCHS["gfx942"])), (0, 0))
+
+    def test_a_ring_past_the_static_limit_takes_dynamic_lds_on_nvidia(self):
+        extra = "    knobs: {math: auto, waves: 4, stages: 3}\n"
+        (ring,) = expand(variant("v", extra=extra)).instances
+        sm90, gfx = ARCHS["sm_90"], ARCHS["gfx942"]
+        # 4 waves x 3 stages x 16 tokens x 128 x 2 (K, V) x 2 bytes = 96 KiB: past sm_90's 48 KiB static.
+        self.assertEqual(ring.dynamic_lds(sm90), 4 * 3 * 16 * 128 * 2 * 2)
+        self.assertLessEqual(ring.lds_bytes(sm90), sm90.max_lds_bytes)  # the merge's static LDS only
+        self.assertEqual(ring.dynamic_lds(gfx), 0)  # AMD runs the register pipeline: no ring
+        files = render_pack(expand(variant("v", extra=extra)))
+        self.assertIn("/*stages*/ 3, /*trace*/ 0,\n                            /*dynamic_lds*/ 98304>",
+                      files[f"kernels/sm_90/{ring.name}.hip"])
+        self.assertIn("/*stages*/ 3>", files[f"kernels/gfx942/{ring.name}.hip"])
+        kdp = next(json.loads(t) for n, t in files.items() if n.endswith(".kdp.json"))
+        self.assertEqual(kdp["kernelDescriptors"][0]["kernel_source"]["dynamic_lds"], {"sm_90": {"split": 98304}})
+        # Without a dynamic ring the authored KDP names none (the shipped pack's stays as it was).
+        files = render_pack(expand(variant("v", extra="    knobs: {math: auto, waves: 2, stages: 3}\n")))
+        kdp = next(json.loads(t) for n, t in files.items() if n.endswith(".kdp.json"))
+        self.assertNotIn("dynamic_lds", kdp["kernelDescriptors"][0]["kernel_source"])
 
     def test_trace_knob_names_renders_and_needs_nvidia_tensor_cores(self):
         extra = "    archs: [sm_90]\n    knobs: {math: auto, trace: 1}\n"

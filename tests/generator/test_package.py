@@ -211,7 +211,7 @@ class PackagePackTest(unittest.TestCase):
             # variants decode_long, decode_w8 and the two head-dim-256 rings are built for sm_90 only:
             # their kernels carry that object alone
             sm90_only = [k for k in kdp["kernelDescriptors"]
-                         if k["name"].endswith(("_w2t16_tcs2", "_w8t16_tc", "_w1t16_tcs3"))]
+                         if k["name"].endswith(("_w2t16_tcs2", "_w8t16_tc", "_w4t16_tcs3"))]
             self.assertEqual(len(sm90_only), 16)
             for k in sm90_only:
                 self.assertEqual(sorted(k["kernel_source"]["objects"]), ["sm_90"])

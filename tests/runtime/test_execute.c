@@ -3,10 +3,12 @@
  * so this checks what libingot itself does: the code object is loaded once per
  * context even when many threads execute at once, the driver's parameter list
  * is checked against the UDD, kernargs are packed per launch and handed over
- * with the UDD's size, and modules are unloaded at destroy.
+ * with the UDD's size, a split with dynamic LDS opts in once and is launched
+ * with it, and modules are unloaded at destroy.
  * usage: test_execute PACKDIR */
 #include "test_util.h"
 
+#include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -19,6 +21,9 @@ typedef struct fake_dev {
   atomic_int loads, unloads, launches, bad_launches;
   atomic_int merge_x, merge_y, merge_threads, merge_splits; /* the last merge launch */
   int wrong_params; /* report a parameter list that disagrees with the UDD */
+  int refuse_dynamic_lds;                      /* the driver refuses the opt-in */
+  atomic_int dyn_calls, dyn_fn, dyn_bytes;     /* the last function_set_dynamic_lds */
+  atomic_int split_lds, merge_lds;             /* the last launches' dynamic LDS, -1 before any */
   const ingot_attention_buffers *expect;
 } fake_dev;
 
@@ -60,12 +65,13 @@ static ingot_status f_function_params(ingot_backend_device *d, ingot_backend_fun
 static ingot_status f_launch(ingot_backend_device *d, ingot_backend_function fn, const uint32_t grid[3],
                              const uint32_t block[3], uint32_t lds, uint32_t flags, void *stream,
                              const void *args, size_t size, char *err, size_t n) {
-  (void)err, (void)n, (void)stream, (void)lds, (void)flags;
+  (void)err, (void)n, (void)stream, (void)flags;
   fake_dev *f = (fake_dev *)d;
   const void *q;
   memcpy(&q, args, sizeof q);
   int ok = size == 196 && fn != NULL && grid[0] > 0 && block[0] > 0 && q == f->expect->q;
   atomic_fetch_add(ok ? &f->launches : &f->bad_launches, 1);
+  atomic_store((uintptr_t)fn == 1 ? &f->split_lds : &f->merge_lds, (int)lds);
   if (ok && (uintptr_t)fn == 2) { /* the merge: its grid and the num_splits kernarg (offset 180) */
     int32_t splits;
     memcpy(&splits, (const char *)args + 180, sizeof splits);
@@ -76,10 +82,26 @@ static ingot_status f_launch(ingot_backend_device *d, ingot_backend_function fn,
   }
   return INGOT_OK;
 }
+static ingot_status f_set_dynamic_lds(ingot_backend_device *d, ingot_backend_function fn, uint32_t bytes, char *err,
+                                      size_t n) {
+  fake_dev *f = (fake_dev *)d;
+  atomic_fetch_add(&f->dyn_calls, 1);
+  atomic_store(&f->dyn_fn, (int)(uintptr_t)fn);
+  atomic_store(&f->dyn_bytes, (int)bytes);
+  if (!f->refuse_dynamic_lds) return INGOT_OK;
+  snprintf(err, n, "opt-in refused (fake)");
+  return INGOT_DEVICE_ERROR;
+}
 static void f_close(ingot_backend_device *d) { (void)d; }
 
-static const ingot_backend_ops kFake = {"fake", NULL, f_close, f_module_load, f_module_unload,
-                                        f_function_get, f_function_params, f_launch};
+static const ingot_backend_ops kFake = {.name = "fake",
+                                        .close = f_close,
+                                        .module_load = f_module_load,
+                                        .module_unload = f_module_unload,
+                                        .function_get = f_function_get,
+                                        .function_params = f_function_params,
+                                        .function_set_dynamic_lds = f_set_dynamic_lds,
+                                        .launch = f_launch};
 
 typedef struct job {
   const ingot_plan *plan;
@@ -97,14 +119,85 @@ static void *run_job(void *arg) {
   return NULL;
 }
 
-static ingot_context *fake_context(fake_dev *f) {
+static ingot_context *fake_context_for(fake_dev *f, const char *pack) {
   ingot_context *ctx = NULL;
+  atomic_store(&f->split_lds, -1);
+  atomic_store(&f->merge_lds, -1);
   CHECK_STATUS(ingot_context_create_host("gfx942", &ctx), INGOT_OK);
-  CHECK_STATUS(ingot_context_open_pack(ctx, g_pack), INGOT_OK);
+  CHECK_STATUS(ingot_context_open_pack(ctx, pack), INGOT_OK);
   ctx->ops = &kFake; /* what ingot_context_create does with a real driver */
   ctx->dev = (ingot_backend_device *)f;
   ctx->backend = INGOT_BACKEND_HIP;
   return ctx;
+}
+static ingot_context *fake_context(fake_dev *f) { return fake_context_for(f, g_pack); }
+
+/* A code object that declares dynamic LDS for its split: the function opts in
+ * once, at load, with that many bytes; every split launch carries them and the
+ * merge none. A driver that refuses the opt-in fails the execute with a message
+ * naming the bytes, and nothing is launched. */
+static void test_dynamic_lds(const ingot_attention_buffers *b, void *ws) {
+  char dir[1024];
+  CHECK(copy_pack(g_pack, dir, sizeof dir));
+  char p[1200];
+  snprintf(p, sizeof p, "%s/test_seed.kdp.json", dir);
+  json_error_t je;
+  json_t *kdp = json_load_file(p, 0, &je);
+  CHECK(kdp != NULL);
+  if (kdp == NULL) return;
+  const int bytes = (int)rnd_range(1, 4096) * 16; /* up to gfx942's 64 KiB */
+  json_t *obj = json_object_get(json_object_get(json_object_get(json_array_get(json_object_get(kdp, "kernelDescriptors"), 0),
+                                                                "kernel_source"), "objects"), "gfx942");
+  CHECK(json_is_object(json_object_get(obj, "dynamic_lds"))); /* the packager writes it for every object */
+  json_t *dyn = json_object();
+  json_object_set_new(dyn, "split", json_integer(bytes));
+  json_object_set_new(dyn, "merge", json_integer(0));
+  json_object_set_new(obj, "dynamic_lds", dyn);
+  CHECK(json_dump_file(kdp, p, JSON_INDENT(2)) == 0);
+  json_decref(kdp);
+
+  for (int refuse = 0; refuse < 2; ++refuse) {
+    static fake_dev f[2];
+    f[refuse].expect = b;
+    f[refuse].refuse_dynamic_lds = refuse;
+    ingot_context *ctx = fake_context_for(&f[refuse], dir);
+    ingot_attention_graph g = seed_graph(rnd_range(4096, 65536), INGOT_MASK_NONE); /* several segments: a merge */
+    ingot_plan *plan = NULL;
+    CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_OK);
+    if (plan == NULL) break;
+    char err[512] = "";
+    for (int i = 0; i < 3; ++i)
+      CHECK_STATUS(ingot_plan_execute_ex(plan, NULL, b, ws, ingot_plan_workspace_size(plan), err, sizeof err),
+                   refuse ? INGOT_DEVICE_ERROR : INGOT_OK);
+    if (!refuse) {
+      CHECK(ingot_plan_launch_count(plan) == 2);
+      CHECK(atomic_load(&f[0].dyn_calls) == 1 && atomic_load(&f[0].dyn_fn) == 1 && atomic_load(&f[0].dyn_bytes) == bytes);
+      CHECK(atomic_load(&f[0].split_lds) == bytes && atomic_load(&f[0].merge_lds) == 0);
+      CHECK(atomic_load(&f[0].launches) == 3 * 2 && atomic_load(&f[0].bad_launches) == 0);
+    } else {
+      char want[128];
+      snprintf(want, sizeof want, "takes %d bytes of dynamic shared memory: opt-in refused (fake)", bytes);
+      CHECK_HAS(err, want);
+      CHECK(atomic_load(&f[1].launches) == 0 && atomic_load(&f[1].split_lds) == -1);
+    }
+    ingot_plan_destroy(plan);
+    ingot_context_destroy(ctx);
+  }
+  /* The unchanged pack declares none: no opt-in, every launch without dynamic LDS. */
+  static fake_dev none;
+  none.expect = b;
+  ingot_context *ctx = fake_context(&none);
+  ingot_attention_graph g = seed_graph(rnd_range(4096, 65536), INGOT_MASK_NONE);
+  ingot_plan *plan = NULL;
+  CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_OK);
+  if (plan != NULL) {
+    char err[512] = "";
+    CHECK_STATUS(ingot_plan_execute_ex(plan, NULL, b, ws, ingot_plan_workspace_size(plan), err, sizeof err), INGOT_OK);
+    CHECK(atomic_load(&none.dyn_calls) == 0 && atomic_load(&none.split_lds) == 0 && atomic_load(&none.merge_lds) == 0);
+  }
+  ingot_plan_destroy(plan);
+  ingot_context_destroy(ctx);
+  remove_pack_copy(dir);
 }
 
 int main(int argc, char **argv) {
@@ -185,5 +278,7 @@ int main(int argc, char **argv) {
   ingot_plan_destroy(plan);
   ingot_context_destroy(ctx);
   CHECK(atomic_load(&w.unloads) == 1);
+
+  test_dynamic_lds(&b, ws);
   return test_finish("test_execute");
 }

@@ -355,6 +355,43 @@ static void test_metadata(void) {
   }
 }
 
+/* A code object's dynamic LDS per entry point: an object of integers from 0 to
+ * what the arch lets one workgroup take at launch; the largest is accepted. */
+static void test_dynamic_lds(void) {
+  char dir[1024], want[256], allowed[64];
+  for (int c = 0; c < 6; ++c) {
+    CHECK(copy_pack(g_pack, dir, sizeof dir));
+    json_t *kdp = load_json(dir, "test_seed.kdp.json");
+    const char *arch = NULL;
+    json_t *obj = first_object(kdp, &arch);
+    const int64_t max = !strcmp(arch, "sm_90") ? 232448 : !strcmp(arch, "gfx950") ? 163840 : 65536;
+    snprintf(allowed, sizeof allowed, "(allowed: 0..%lld)", (long long)max);
+    snprintf(want, sizeof want, "kernel_source.objects.%s.dynamic_lds", arch);
+    json_t *dyn = json_object();
+    const char *needle = allowed;
+    switch (c) {
+    case 0: json_decref(dyn); dyn = json_integer(65536); needle = "an integer (allowed: an object {entry point: bytes})"; break;
+    case 1: json_object_set_new(dyn, "reduce", json_integer(1024)); needle = "entry point \"reduce\" is not in the UDD (allowed: split, merge)"; break;
+    case 2: json_object_set_new(dyn, "split", json_integer(-16 * rnd_range(1, 100))); break;
+    case 3: json_object_set_new(dyn, "merge", json_integer(max + 16 * rnd_range(1, 100))); break;
+    case 4: json_object_set_new(dyn, "split", json_string("98304")); needle = "a string (allowed: an integer in 0.."; break;
+    default: json_object_set_new(dyn, rnd() % 2 ? "split" : "merge", json_integer(max)); break; /* accepted */
+    }
+    json_object_set_new(obj, "dynamic_lds", dyn);
+    save_json(dir, "test_seed.kdp.json", kdp);
+    if (c < 5) {
+      expect_refused(dir, "dynamic lds", INGOT_INVALID_PACK, want, needle);
+    } else {
+      ingot_context *ctx = NULL;
+      CHECK_STATUS(ingot_context_create_host(NULL, &ctx), INGOT_OK);
+      CHECK_STATUS(ingot_context_open_pack(ctx, dir), INGOT_OK);
+      CHECK(ingot_context_kernel_count(ctx) == 1);
+      ingot_context_destroy(ctx);
+    }
+    remove_pack_copy(dir);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: test_loader PACKDIR\n");
@@ -374,5 +411,6 @@ int main(int argc, char **argv) {
   test_path_escape();
   test_limits();
   test_metadata();
+  test_dynamic_lds();
   return test_finish("test_loader");
 }

@@ -129,11 +129,17 @@ int main(int argc, char **argv) {
       CHECK_HAS(name, want);
       const int tc = strstr(name, "_tc") != NULL;
       tensor_core += tc;
-      /* 64 and 128 take the tensor-core instances; head dim 256 too on sm_90 for group 4
-       * from a capacity of 8192 and group 8 from 2048 (the ring kernels), else SIMT */
+      /* 64 and 128 take the tensor-core instances; head dim 256 too on sm_90 for groups 4
+       * and 8 (the ring kernels), else SIMT */
       const int group = h[0] / h[1];
-      const int d256_tc = a == 0 && ((group == 4 && capacity >= 8192) || (group == 8 && capacity >= 2048));
+      const int d256_tc = a == 0 && (group == 4 || group == 8);
       CHECK(tc == (d != 256 || d256_tc));
+      /* Only the head-dim-256 rings take dynamic shared memory, their split alone: 4 waves
+       * x 3 stages x 16 tokens x 256 x 2 (K, V) x 2 bytes. */
+      for (int l = 0; l < plan->dispatch.num_launches; ++l) {
+        const ingot_launch *ln = &plan->dispatch.launches[l];
+        CHECK(ln->lds_bytes == (d == 256 && d256_tc && ln->entry == 0 ? 196608u : 0u));
+      }
       const int splits = ingot_plan_num_splits(plan);
       CHECK(splits >= 1 && splits <= 256);
       CHECK(ingot_plan_launch_count(plan) == (splits > 1 ? 2 : 1));

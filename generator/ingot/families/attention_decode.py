@@ -196,12 +196,24 @@ class Instance:
         """The tensor-core path with a shared-memory ring (NVIDIA only)."""
         return self.math == "auto" and self.stages > 0 and arch.vendor == "nvidia"
 
-    def lds_bytes(self, arch):
-        """Static LDS of the split kernel (SplitShared, or the SplitSmem union
-        with the ring, in the header) or of the merge kernel (MergeShared), the larger."""
+    def split_lds_bytes(self, arch):
+        """LDS of the split kernel: SplitShared, or the SplitSmem union with the
+        ring (in the header), at least as large as either, in 16-byte units."""
         split = 4 * self.waves * (self.tokens_per_wave * self.rows + 2 * self.rows + self.rows * self.head_dim)
         if self.uses_ring(arch):
             split = max(split, self.waves * self.stages * 2 * self.tokens_per_wave * self.head_dim * ELEMENT_BYTES)
+        return (split + 15) // 16 * 16
+
+    def dynamic_lds(self, arch):
+        """Bytes of dynamic LDS the split kernel is launched with: its ring, where
+        that is past the arch's static limit (0: static only)."""
+        split = self.split_lds_bytes(arch)
+        return split if self.uses_ring(arch) and split > arch.max_lds_bytes else 0
+
+    def lds_bytes(self, arch):
+        """Static LDS of the split kernel (when not dynamic) or of the merge kernel
+        (MergeShared), the larger."""
+        split = 0 if self.dynamic_lds(arch) else self.split_lds_bytes(arch)
         merge = 4 * (MAX_SPLITS + 1 + 4 * arch.wave_size // 8 * 32)  # MergeShared: 4 waves
         return max(split, merge)
 
