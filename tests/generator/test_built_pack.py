@@ -132,8 +132,10 @@ class BuiltPackTest(unittest.TestCase):
         self.assertTrue({"gfx942", "gfx950"} <= kdp_archs <= {"gfx942", "gfx950", "sm_90"})
         # every instance on each of its own archs (a variant's `archs` may narrow the pack's)
         self.assertEqual(counts["per_arch"], {a: sum(a in i.archs for i in self.pack.instances) for a in kdp_archs})
-        # decode_long, decode_w8, decode_d256_tc, decode_g8_d256_tc: sm_90 only
-        self.assertIn(16, {n - c for c in counts["per_arch"].values()})
+        # decode_long, decode_mid, decode_w8, decode_d256_tc, decode_g8_d256_tc: sm_90 only (20);
+        # decode_d256_amd, decode_g8_d256: the AMD archs only (8)
+        self.assertEqual({a: n - c for a, c in counts["per_arch"].items()},
+                         {a: 8 if a == "sm_90" else 20 for a in kdp_archs})
 
     def test_amd_code_objects_have_no_scratch_and_no_spills(self):
         self.assertEqual(static_violations(PACK), [])
@@ -161,9 +163,9 @@ class BuiltPackTest(unittest.TestCase):
                 self.assertLessEqual(static + want, ARCHS[arch].max_dynamic_lds_bytes, f"{kd['name']} {arch}")
                 if want:
                     dynamic.append((kd["name"], arch, want))
-        if has_sm90(PACK):  # the head-dim-256 rings, 4 waves x 3 stages x 16 KiB
-            self.assertEqual(len(dynamic), 8)
-            self.assertEqual({(a, w) for _n, a, w in dynamic}, {("sm_90", 196608)})
+        if has_sm90(PACK):  # the head-dim-256 rings (4 waves x 3 stages x 16 KiB), decode_mid (4 x 4 x 8 KiB)
+            self.assertEqual(len(dynamic), 12)
+            self.assertEqual({(a, w) for _n, a, w in dynamic}, {("sm_90", 196608), ("sm_90", 131072)})
 
     def test_a_removed_descriptor_is_detected(self):
         with tempfile.TemporaryDirectory() as tmp:

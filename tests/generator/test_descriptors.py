@@ -49,7 +49,7 @@ class DescriptorTest(unittest.TestCase):
                 self.assertEqual(schema["$schema"], "https://json-schema.org/draft/2020-12/schema")
 
     def test_descriptor_counts(self):
-        self.assertEqual(len(self.packs["attention_decode"][1]), 5 + 64)
+        self.assertEqual(len(self.packs["attention_decode"][1]), 5 + 68)
         self.assertEqual(len(self.packs["test_seed"][1]), 5 + 1)
 
     def test_every_descriptor_validates_against_its_schema(self):
@@ -122,7 +122,7 @@ class DescriptorTest(unittest.TestCase):
 
     def test_the_committed_descriptors_validate(self):
         docs = load_descriptor_dir(os.path.join(REPO, "generated", "attention_decode", "descriptors"))
-        self.assertEqual(len(docs), 69)
+        self.assertEqual(len(docs), 73)
         self.assertEqual(schema_errors(docs, self.schemas), [])
         self.assertEqual(reference_errors(docs, rendered=set(read_tree(os.path.join(REPO, "generated",
                                                                                       "attention_decode")))), [])

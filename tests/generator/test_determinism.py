@@ -39,10 +39,11 @@ class DeterminismTest(unittest.TestCase):
     def test_two_runs_give_identical_bytes(self):
         a, b = os.path.join(self.out_a, PACK), os.path.join(self.out_b, PACK)
         self.assertEqual({k: v[0] for k, v in snapshot(a).items()}, {k: v[0] for k, v in snapshot(b).items()})
-        # 48 instances x 3 archs and 16 for sm_90 only (variants decode_long, decode_w8,
+        # 40 instances x 3 archs, 8 x 2 for the AMD archs only (variants decode_d256_amd and
+        # decode_g8_d256) and 20 for sm_90 only (decode_long, decode_mid, decode_w8,
         # decode_d256_tc and decode_g8_d256_tc), 2 dispatch files, 5 pack descriptors and
-        # 64 kernel UMDs.
-        self.assertEqual(len(self.files), 48 * 3 + 16 + 2 + 5 + 64)
+        # 68 kernel UMDs.
+        self.assertEqual(len(self.files), 40 * 3 + 8 * 2 + 20 + 2 + 5 + 68)
 
     def test_output_matches_the_committed_tree(self):
         self.assertEqual(self.files, read_tree(os.path.join(REPO, "generated", PACK)))
@@ -74,7 +75,7 @@ class DeterminismTest(unittest.TestCase):
         self.assertEqual(d[f"{PACK}.kmd.json"]["id"], want("kmd", PACK))
         self.assertEqual(d[f"{PACK}.udd.json"]["id"], want("udd", PACK))
         self.assertEqual(d[f"{PACK}.graph.umd.json"]["id"], want("graph_umd", PACK))
-        self.assertEqual(len(kdp["kernelDescriptors"]), 64)
+        self.assertEqual(len(kdp["kernelDescriptors"]), 68)
         for kd in kdp["kernelDescriptors"]:
             self.assertEqual(kd["id"], want("kernel", kd["name"]))
             self.assertEqual(d[f"{kd['name']}.umd.json"]["id"], want("umd", kd["name"]))
@@ -107,7 +108,7 @@ class DeterminismTest(unittest.TestCase):
                 doc = json.loads(text, object_pairs_hook=keys_sorted)
                 self.assertEqual(text, json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=True) + "\n")
                 n += 1
-        self.assertEqual(n, 69)
+        self.assertEqual(n, 73)
 
     def test_kernel_descriptors_are_sorted_by_name(self):
         kdp = json.loads(self.files[f"descriptors/{PACK}.kdp.json"])
@@ -120,12 +121,12 @@ class DeterminismTest(unittest.TestCase):
             rc, first, _ = run_cli(["generate", "--out", out, MAIN_CONFIG])
             self.assertEqual(rc, EXIT_OK)
             root = os.path.join(out, PACK)
-            self.assertEqual(first, f"ingot: {PACK}: 64 instances, 160 kernel sources for 3 archs, "
+            self.assertEqual(first, f"ingot: {PACK}: 68 instances, 156 kernel sources for 3 archs, "
                                     f"231 files (231 written, 0 removed) in {root}\n")
             before = snapshot(out)
             rc, second, _ = run_cli(["generate", "--out", out, MAIN_CONFIG])
             self.assertEqual(rc, EXIT_OK)
-            self.assertEqual(second, f"ingot: {PACK}: 64 instances, 160 kernel sources for 3 archs, "
+            self.assertEqual(second, f"ingot: {PACK}: 68 instances, 156 kernel sources for 3 archs, "
                                      f"231 files (0 written, 0 removed) in {root}\n")
             self.assertEqual(snapshot(out), before)  # not even rewritten with the same bytes
 

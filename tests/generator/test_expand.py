@@ -64,10 +64,10 @@ class RealConfigTest(unittest.TestCase):
         for inst in self.pack.instances:
             counts[inst.variant] = counts.get(inst.variant, 0) + 1
         # decode: 2 dtypes x 2 head dims x 2 groups x 2 layouts; the others likewise.
-        self.assertEqual(counts, {"decode": 16, "decode_long": 4, "decode_w8": 4, "decode_d256": 8, "decode_d256_tc": 4,
-                                  "decode_g8": 4, "decode_g8_d64": 4, "decode_g8_d256": 4, "decode_g8_d256_tc": 4,
-                                  "speculative": 12})
-        self.assertEqual(len(self.pack.instances), 64)
+        self.assertEqual(counts, {"decode": 16, "decode_long": 4, "decode_mid": 4, "decode_w8": 4, "decode_d256": 4,
+                                  "decode_d256_amd": 4, "decode_d256_tc": 4, "decode_g8": 4, "decode_g8_d64": 4,
+                                  "decode_g8_d256": 4, "decode_g8_d256_tc": 4, "speculative": 12})
+        self.assertEqual(len(self.pack.instances), 68)
         self.assertEqual(self.pack.archs, ("gfx942", "gfx950", "sm_90"))
 
     def test_instances_are_sorted_and_named_after_their_shape(self):
@@ -88,8 +88,10 @@ class RealConfigTest(unittest.TestCase):
         for inst in self.pack.instances:
             tpw.setdefault(inst.variant, set()).add((inst.waves, inst.tokens_per_wave, inst.max_splits, inst.math))
         self.assertEqual(tpw, {"decode": {(4, 16, 256, "auto")}, "decode_long": {(2, 16, 256, "auto")},
+                               "decode_mid": {(4, 16, 256, "auto")},
                                "decode_w8": {(8, 16, 256, "auto")},
-                               "decode_d256": {(4, 8, 256, "simt")}, "decode_d256_tc": {(4, 16, 256, "auto")},
+                               "decode_d256": {(4, 8, 256, "simt")}, "decode_d256_amd": {(4, 8, 256, "simt")},
+                               "decode_d256_tc": {(4, 16, 256, "auto")},
                                "decode_g8": {(4, 16, 256, "auto")}, "decode_g8_d64": {(4, 16, 256, "auto")},
                                "decode_g8_d256": {(4, 4, 256, "simt")},
                                "decode_g8_d256_tc": {(4, 16, 256, "auto")}, "speculative": {(4, 16, 256, "auto")}})

@@ -703,17 +703,17 @@ int dh_case_for_kernel(dh_case *c, ingot_context *ctx, const dh_kernel *k, ingot
   const int page = k->paged ? k->page_size : 1;
   /* capacities inside the kernel's own range (whole pages), smallest first */
   const int lo = k->capacity[0] > 2 * page ? k->capacity[0] : 2 * page;
-  int caps[3] = {256, 4096, 65536};
-  for (int i = 0; i < 3; ++i) {
+  int caps[4] = {256, 4096, 8192, 65536};
+  for (int i = 0; i < 4; ++i) {
     if (caps[i] < lo) caps[i] = (int)(((int64_t)lo + page - 1) / page * page);
     if (caps[i] > k->capacity[1]) caps[i] = k->capacity[1] / page * page;
   }
-  static const int batches[] = {2, 4, 16};
+  static const int batches[] = {2, 4, 12, 16};
   /* Each graph is planned without buffers first; only the one that runs gets them. */
   dh_shape first, pick;
   int rc = -1, have_first = 0, have_pick = 0, failed = 0;
-  for (int i = 0; i < 3 && !have_pick && !failed; ++i) {
-    for (int j = 0; j < 3 && !have_pick && !failed; ++j) {
+  for (int i = 0; i < 4 && !have_pick && !failed; ++i) {
+    for (int j = 0; j < 4 && !have_pick && !failed; ++j) {
       dh_shape s = dh_shape_for_kernel(k, caps[i], mask);
       s.seq_q = sq;
       s.batch = batches[j];

@@ -4,7 +4,7 @@
  * Sq = max_sq, layout, LSE, a capacity its UMDs admit) is run with no mask and
  * causal, and causal again for every shorter Sq >= 2. O and LSE are compared with the reference (LSE in
  * natural log; -inf for fully masked rows), and every kernel must have been
- * chosen by at least one graph (batch 2, or 4 or 16 where kernels of one rank
+ * chosen by at least one graph (batch 2, or 4, 12 or 16 where kernels of one rank
  * share the graphs). Usage: <binary> [pack_dir] */
 #include <stdint.h>
 #include <stdio.h>

@@ -3,8 +3,8 @@
  * configs/attention_decode.yaml) plans on an H200-like device: 132 SMs, two
  * resident workgroups of the seed kernel (4 waves x 16 tokens) each.
  *  - The benchmark's shapes (bench/decode.py) keep the counts they were tuned
- *    and measured with (docs/PERFORMANCE.md); so do the head-dim-256 ring
- *    kernels' (4 waves, one resident per SM).
+ *    and measured with (docs/PERFORMANCE.md); so do the ring kernels' past
+ *    48 KiB (head dim 256 and decode_mid: 4 waves, one resident per SM).
  *  - A nearly empty last round of workgroups gets more segments
  *    (docs/INTERNALS.md 4): B x Hkv just above the resident count.
  *  - Exact multiples of the resident count are not split further.
@@ -19,6 +19,8 @@ static const ingot_ad_kernel_meta k_seed = {INGOT_DTYPE_BF16, 128, 4, 1, 4, 4, 1
 /* The head-dim-256 ring kernels (decode_d256_tc, decode_g8_d256_tc): 4 waves, 16 tokens. */
 static const ingot_ad_kernel_meta k_d256_ring = {INGOT_DTYPE_BF16, 256, 4, 1, 4, 4, 16, 256, 0, 0};
 static const ingot_ad_kernel_meta k_g8_d256_ring = {INGOT_DTYPE_BF16, 256, 8, 1, 8, 4, 16, 256, 0, 0};
+/* decode_mid: head dim 128, 4 waves x 16 tokens, one resident per SM (128 KiB of rings). */
+static const ingot_ad_kernel_meta k_mid = {INGOT_DTYPE_BF16, 128, 4, 1, 4, 4, 16, 256, 0, 0};
 
 static int splits_with(const ingot_dispatch_entry *e, const ingot_ad_kernel_meta *m, int B, int Hq, int Hkv,
                        int64_t cap, const ingot_device_caps *caps) {
@@ -48,11 +50,11 @@ int main(void) {
   if (e == NULL) return test_finish("test_split_policy");
   const ingot_device_caps h200 = {32, 132, 232448, 2};
 
-  /* The head-dim-256 ring kernels run one per SM, as the runtime derives from their
-   * 192 KiB of dynamic shared memory (runtime/src/plan.c). */
+  /* The ring kernels past 48 KiB (the head-dim-256 rings, decode_mid) run one per SM, as
+   * the runtime derives from their 192 or 128 KiB of dynamic shared memory (runtime/src/plan.c). */
   const ingot_device_caps h200_ring = {32, 132, 232448, 1};
   /* The counts measured (docs/PERFORMANCE.md): bench/decode.py's points with the seed
-   * kernel, then the ring kernels' ("Head dim 256 through the tensor cores"). */
+   * kernel, then the ring kernels' ("Head dim 256", "Mid-size caches"). */
   static const struct {
     const ingot_ad_kernel_meta *m;
     int ring, B, Hq, Hkv, L, want;
@@ -66,7 +68,12 @@ int main(void) {
       {&k_d256_ring, 1, 1, 8, 2, 65536, 66},    {&k_d256_ring, 1, 16, 32, 8, 8192, 2},
       {&k_d256_ring, 1, 64, 32, 8, 8192, 1},    {&k_g8_d256_ring, 1, 1, 64, 8, 1024, 16},
       {&k_g8_d256_ring, 1, 1, 64, 8, 2048, 16}, {&k_g8_d256_ring, 1, 1, 64, 8, 16384, 16},
-      {&k_g8_d256_ring, 1, 1, 64, 8, 65536, 16},
+      {&k_g8_d256_ring, 1, 1, 64, 8, 65536, 16}, {&k_mid, 1, 1, 8, 2, 4096, 64},
+      {&k_mid, 1, 1, 8, 2, 8192, 66},           {&k_mid, 1, 1, 8, 2, 16384, 66},
+      {&k_mid, 1, 2, 8, 2, 4096, 33},           {&k_mid, 1, 1, 32, 8, 4096, 16},
+      {&k_mid, 1, 1, 32, 8, 16384, 16},         {&k_mid, 1, 4, 8, 2, 8192, 16},
+      {&k_mid, 1, 4, 32, 8, 8192, 4},           {&k_mid, 1, 2, 32, 8, 16384, 8},
+      {&k_mid, 1, 3, 8, 2, 16384, 22},
   };
   for (size_t i = 0; i < sizeof measured / sizeof measured[0]; ++i) {
     const int B = measured[i].B, Hq = measured[i].Hq, Hkv = measured[i].Hkv, L = measured[i].L;
