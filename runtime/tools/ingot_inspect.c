@@ -1,7 +1,8 @@
 /* ingot-inspect: look at packs and graphs through the runtime.
  *
  *   ingot-inspect census PACKDIR...                       every kernel, its archs,
- *                                                         metadata and resources
+ *                                                         metadata, resources and
+ *                                                         dynamic LDS (where any)
  *   ingot-inspect match GRAPH.json PACKDIR... [--arch A]  chosen kernel and plan,
  *                                                         or every decline (exit 1)
  *   ingot-inspect run GRAPH.json PACKDIR... [--seed N]    execute on CUDA device 0
@@ -105,13 +106,22 @@ static int cmd_census(int argc, char **argv) {
       print_json_line("  metadata: ", k->metadata);
       json_t *objs = json_object_get(json_object_get(json_array_get(kds, i), "kernel_source"), "objects");
       for (size_t o = 0; o < k->num_objects; ++o) {
-        json_t *res = json_object_get(json_object_get(objs, k->objects[o].arch), "resources");
+        json_t *obj = json_object_get(objs, k->objects[o].arch);
+        json_t *res = json_object_get(obj, "resources");
         const char *entry;
         json_t *r;
         json_object_foreach(res, entry, r) {
           char label[128];
           snprintf(label, sizeof label, "  %s %s: ", k->objects[o].arch, entry);
           print_json_line(label, r);
+        }
+        /* bytes of dynamic shared memory the entry points are launched with, where any */
+        int dynamic = 0;
+        for (size_t e = 0; e < pack->num_entry_points; ++e) dynamic |= k->objects[o].dynamic_lds[e] != 0;
+        if (dynamic) {
+          char label[128];
+          snprintf(label, sizeof label, "  %s dynamic_lds: ", k->objects[o].arch);
+          print_json_line(label, json_object_get(obj, "dynamic_lds"));
         }
         ++objects;
       }
