@@ -68,8 +68,9 @@ _CU = None
 _CTYPE = {np.uint64: ctypes.c_uint64, np.int64: ctypes.c_int64, np.int32: ctypes.c_int32, np.float32: ctypes.c_float}
 
 
-def launch_ex(fn, grid, block, args, stream, pdl=False):
-    """cuLaunchKernelEx through ctypes, programmatic (as libingot launches on sm_90) or not."""
+def launch_ex(fn, grid, block, args, stream, pdl=False, smem=0):
+    """cuLaunchKernelEx through ctypes, programmatic (as libingot launches on sm_90) or not,
+    with smem bytes of dynamic shared memory."""
     global _CU
     if _CU is None:
         _CU = ctypes.CDLL("libcuda.so.1")
@@ -78,7 +79,7 @@ def launch_ex(fn, grid, block, args, stream, pdl=False):
     attr = _LaunchAttr()
     attr.id = 6  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
     attr.value[0] = 1
-    cfg = _LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), 0, ctypes.c_void_p(stream),
+    cfg = _LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), smem, ctypes.c_void_p(stream),
                         ctypes.pointer(attr), 1 if pdl else 0)
     rc = _CU.cuLaunchKernelEx(ctypes.byref(cfg), ctypes.c_void_p(fn.kernel.ptr), params, None)
     assert rc == 0, f"cuLaunchKernelEx (grid {grid}): CUresult {rc}"
@@ -91,6 +92,13 @@ class Kernel:
         syms = kd["kernel_source"]["symbols"]
         self.split = self.mod.get_function(syms["split"])
         self.merge = self.mod.get_function(syms["merge"])
+        # Dynamic shared memory each entry point is launched with (the rings past 48 KiB),
+        # after the function's opt-in, as libingot does.
+        dyn = obj.get("dynamic_lds", {})
+        self.split_smem, self.merge_smem = int(dyn.get("split", 0)), int(dyn.get("merge", 0))
+        for fn, n in ((self.split, self.split_smem), (self.merge, self.merge_smem)):
+            if n:
+                fn.max_dynamic_shared_size_bytes = n
         self.meta = kd["metadata"]
         self.name = kd["name"]
         # knob `trace` (instance name suffix x): records past the workspace's partials
@@ -152,15 +160,15 @@ class Kernel:
         st = stream or cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
         # the merge's two modes, as the dispatch stub plans them
         split_grid, merge_grid = self.grids(B, hkv, s)
-        grids = [(self.split, split_grid, (threads, 1, 1))]
+        grids = [(self.split, split_grid, (threads, 1, 1), self.split_smem)]
         if s > 1 and merge:
-            grids.append((self.merge, merge_grid, (LIMITS["INGOT_AD_MERGE_WAVES"] * 32, 1, 1)))
-        for fn, grid, block in grids:
+            grids.append((self.merge, merge_grid, (LIMITS["INGOT_AD_MERGE_WAVES"] * 32, 1, 1), self.merge_smem))
+        for fn, grid, block, smem in grids:
             if pdl:  # programmatic, through cuLaunchKernelEx, as libingot launches on sm_90
-                launch_ex(fn, grid, block, args, st.ptr, pdl=True)
+                launch_ex(fn, grid, block, args, st.ptr, pdl=True, smem=smem)
             else:
                 with st:
-                    fn(grid, block, args)
+                    fn(grid, block, args, shared_mem=smem)
         return s
 
 
@@ -621,6 +629,8 @@ def main():
     torch.manual_seed(1234)
     fails = 0
     for kd in ([] if a.no_check else kdps):
+        if "sm_90" not in kd["kernel_source"]["objects"]:
+            continue  # built for the AMD archs only
         kern = Kernel(a.pack, kd)
         m = kern.meta
         g = m["group"]
