@@ -146,8 +146,9 @@ def census_rows(pack_dir):
         for arch, obj in sorted(kd["kernel_source"]["objects"].items()):
             for entry, r in sorted(obj["resources"].items()):
                 regs = r.get("registers", r.get("vgpr", 0))
+                dyn = obj.get("dynamic_lds", {}).get(entry, 0)
                 rows.append((kdp["name"], kd["name"], arch, entry, regs, r.get("sgpr", "-"), r["spill"],
-                             r["scratch"], r["lds"], r["code_bytes"]))
+                             r["scratch"], r["lds"], dyn, r["code_bytes"]))
     return kdp, rows
 
 
@@ -160,14 +161,15 @@ def print_census(pack_dirs):
             print(f"pack {kdp['name']}: {len(kdp['kernelDescriptors'])} kernels, archs {', '.join(archs)}, "
                   f"{len(rows)} entry points")
             print(f"  {'kernel':58} {'arch':7} {'entry':6} {'regs':>5} {'sgpr':>5} {'spill':>6} "
-                  f"{'scratch':>8} {'lds':>7} {'code':>7}")
-            for _p, k, arch, entry, regs, sgpr, spill, scratch, lds, code in rows:
-                print(f"  {k:58} {arch:7} {entry:6} {regs:>5} {sgpr!s:>5} {spill:>6} {scratch:>8} {lds:>7} {code:>7}")
+                  f"{'scratch':>8} {'lds':>7} {'dyn lds':>7} {'code':>7}")
+            for _p, k, arch, entry, regs, sgpr, spill, scratch, lds, dyn, code in rows:
+                print(f"  {k:58} {arch:7} {entry:6} {regs:>5} {sgpr!s:>5} {spill:>6} {scratch:>8} {lds:>7} "
+                      f"{dyn:>7} {code:>7}")
             for arch in archs:
                 worst = [r for r in rows if r[2] == arch]
                 print(f"  {arch}: {len(worst) // 2} kernels, max regs {max(r[4] for r in worst)}, "
                       f"spills {sum(r[6] for r in worst)}, scratch {sum(r[7] for r in worst)}, "
-                      f"max lds {max(r[8] for r in worst)}")
+                      f"max lds {max(r[8] for r in worst)}, max dynamic lds {max(r[9] for r in worst)}")
             total += len(kdp["kernelDescriptors"])
         print(f"census: {len(pack_dirs)} pack(s), {total} kernels")
         return 0
