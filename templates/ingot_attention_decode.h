@@ -200,17 +200,17 @@ INGOT_DEVICE void store_row(void *o, float *lse, int b, int hkv, int row, int d,
 // seg.begin + j * TILE + wave * CHUNK onwards, CHUNK of them, CHUNK-aligned
 // (page() finds j from that first token); pages hold a multiple of CHUNK
 // tokens (the plan and the generator refuse smaller ones), so a chunk lies in
-// one page. The wave reads its chunks'
-// page-table entries kWaveSize at a time (lane l: chunk kWaveSize * blk + l),
-// one block ahead of their use, and a chunk's page is one shuffle away instead
-// of a page-table round trip ahead of its loads. Entries at or past the
-// segment's end are never read. Contiguous KV: no state, page() is 0.
+// one page. The wave reads its chunks' page-table entries kWaveSize at a time
+// (lane l: chunk kWaveSize * blk + l), one block ahead of their use, and a
+// chunk's page is one shuffle away instead of a page-table round trip ahead of
+// its loads. Entries at or past the segment's end are never read. Contiguous
+// KV: no state, page() is 0.
 template <class T>
 struct ChunkPages {
   const int *table;
   int first;  // the wave's first token, as if its chunk 0 were at seg.begin
   int end, shift, lane;
-  int cur, next, blk;  // entries of block blk and blk + 1 (lane l: chunk 32 * blk + l)
+  int cur, next, blk;  // entries of blocks blk and blk + 1 (lane l: chunk kWaveSize * blk + l)
 
   // Sequence b's page table (page_table_stride entries per sequence), pages of page_size tokens.
   INGOT_DEVICE ChunkPages(const int *page_table, long long page_table_stride, int b, int page_size,
@@ -400,7 +400,7 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
   ChunkPages<T> pages(page_table, page_table_stride, b, page_size, seg, wave, lane);
   float *my_scores = sh.scores[wave];
 
-  // Loads of the wave's chunk ci, at tok0: token n*TPL + grp; zeros (and no
+  // Loads of the wave's chunk at tok0: token n*TPL + grp; zeros (and no
   // memory access) at or past the segment end.
   auto load_chunk = [&](int tok0, u32x4 (&kw)[NL], u32x4 (&vw)[NL]) {
     const long long page = pages.page(tok0);
