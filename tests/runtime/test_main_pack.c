@@ -33,6 +33,10 @@ static ingot_dispatch_plan stub_plan(const ingot_attention_graph *g, int waves, 
   return p;
 }
 
+/* decode_mid's admitted batches and capacities (configs/attention_decode.yaml): on sm_90
+ * it outranks the 4- and 8-wave kernels at head dim 128, group 4, one query token. */
+static int mid_admits(int batch, int64_t capacity) { return batch <= 4 && capacity >= 4096 && capacity <= 16384; }
+
 /* Kernels of one rank that differ in workgroup size (variants decode and
  * decode_w8, sm_90 only): the plan keeps the one the dispatch stub models
  * faster, the 4-wave one on a tie (docs/INTERNALS.md 3). Checked against the
@@ -49,7 +53,7 @@ static int check_rank_choice(ingot_context *ctx, int w8_built) {
     ingot_plan *plan = NULL;
     CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_OK);
     if (plan == NULL) continue;
-    if (w8_built && b <= 4 && capacity >= 4096 && capacity <= 16384) { /* decode_mid outranks both */
+    if (w8_built && mid_admits(b, capacity)) { /* decode_mid outranks both */
       CHECK(strstr(ingot_plan_kernel_name(plan), "_w4t16_tcs4") != NULL);
       ingot_plan_destroy(plan);
       continue;
@@ -140,7 +144,7 @@ int main(int argc, char **argv) {
       const int d256_tc = a == 0 && (group == 4 || group == 8);
       CHECK(tc == (d != 256 || d256_tc));
       /* decode_mid on sm_90: head dim 128, group 4, one query token, B <= 4, capacity 4K..16K */
-      const int mid = a == 0 && d == 128 && group == 4 && sq == 1 && b <= 4 && capacity >= 4096 && capacity <= 16384;
+      const int mid = a == 0 && d == 128 && group == 4 && sq == 1 && mid_admits(b, capacity);
       CHECK(mid == (strstr(name, "_w4t16_tcs4") != NULL));
       /* Only the rings past 48 KiB take dynamic shared memory, their split alone: 4 waves
        * x 3 stages x 16 tokens x 256 x 2 (K, V) x 2 bytes at head dim 256, 4 x 4 x 16 x
