@@ -10,6 +10,11 @@ not served from L2, warm-up, the median of many runs; per-call time (CUDA
 events around each call) and graph-replay time (many calls captured in one CUDA
 graph). The floor is the same plan with every valid length 0: its launches
 doing no work. Writes decode.csv, decode.md and decode.png under DIR.
+
+At head dim 128 on a contiguous cache it then runs bench/read_floor (bin/read_floor
+beside the library's lib/, or --read-floor PATH) on the same byte counts, and
+shows each of issue 5's targets beside what that bare read of the bytes leaves
+for it (--no-read-floor skips it).
 """
 
 import argparse
@@ -255,6 +260,9 @@ def main():
     ap.add_argument("--head-dim", type=int, default=128, choices=(64, 128, 256),
                     help="head dim of every point (issue 5's targets are judged at 128 only); other values "
                          "write decode_d<D>[_paged<P>].csv/.md")
+    ap.add_argument("--read-floor", default=None, metavar="PATH",
+                    help="bench/read_floor binary (default: bin/read_floor beside the library's lib/)")
+    ap.add_argument("--no-read-floor", action="store_true", help="judge the targets without the bare read")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     rt = Runtime(a.lib)
@@ -290,6 +298,17 @@ def main():
               f" {r['cudnn_bw']*100:>5.1f}% | {r['flash_graph']:>6.2f}us {r['flash_bw']*100:>5.1f}% |"
               f" {r['speedup']:>6.2f}x ({r['speedup_lo']:.3f}-{r['speedup_hi']:.3f})", flush=True)
 
+    bounds = ""
+    if not paged and D == 128 and not a.no_read_floor:
+        rf = a.read_floor or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(a.lib))), "bin",
+                                           "read_floor")
+        if os.access(rf, os.X_OK):
+            bounds = targets.run_read_floor(rf, rows)
+            if bounds:
+                print("\nThe bare read of the same bytes (bench/read_floor):\n" + bounds, flush=True)
+        else:
+            print(f"\nread_floor: {rf} not found (cmake builds it where nvcc is; --read-floor PATH); "
+                  "the targets are judged without the bare read", flush=True)
     judged = "" if paged or D != 128 else targets.markdown(targets.evaluate(rows))
     if judged:
         print("\nIssue 5's targets on this run:\n" + judged, flush=True)
@@ -318,6 +337,8 @@ def main():
                     f"{r['flash_bw']*100:.1f}% | {r['speedup']:.2f}x | {r['speedup_lo']:.3f}-{r['speedup_hi']:.3f} |\n")
         if judged:
             f.write("\n" + judged)
+        if bounds:
+            f.write("\nThe bare read of the same bytes (bench/read_floor; a row per byte count):\n\n" + bounds)
     if paged or D != 128:
         return 0
     try:

@@ -1,5 +1,11 @@
 """bench/targets.py: issue 5's targets judged on synthetic benchmark rows."""
 
+import contextlib
+import io
+import math
+import os
+import shutil
+import tempfile
 import unittest
 
 import targets
@@ -20,11 +26,13 @@ def passing_rows():
 class TargetsTest(unittest.TestCase):
 
     def judged(self, rows):
-        return {t: (m, ok) for t, m, ok in targets.evaluate(rows)}
+        return {t: (m, ok) for t, m, ok, _ in targets.evaluate(rows)}
 
     def test_every_target_met(self):
         res = targets.evaluate(passing_rows())
-        self.assertTrue(all(ok for _, _, ok in res), [r for r in res if not r[2]])
+        self.assertTrue(all(ok for _, _, ok, _ in res), [r for r in res if not r[2]])
+        self.assertTrue(all(b == "" for _, _, _, b in res))  # no read_floor times: no bound column
+        self.assertNotIn("bare read", targets.markdown(res))
         # 4 bandwidth points, 6 seed peers, 2 floor points, 2 x 2 batched
         self.assertEqual(len(res), 16)
         self.assertIn("16 of 16 targets met.", targets.markdown(res))
@@ -69,8 +77,8 @@ class TargetsTest(unittest.TestCase):
 
     def test_missing_points_are_not_met(self):
         res = targets.evaluate([row(1, 8, 2, 65536, 18.0, 0.86)])
-        missing = [t for t, m, ok in res if m == "not measured"]
-        self.assertFalse(any(ok for t, m, ok in res if m == "not measured"))
+        missing = [t for t, m, ok, _ in res if m == "not measured"]
+        self.assertFalse(any(ok for t, m, ok, _ in res if m == "not measured"))
         self.assertIn("B=1 8/2: >= 60% of copy bandwidth at L=16384", missing)
         self.assertIn("B=16 32/8 L=8192: >= 90% and faster than the best peer", missing)
         self.assertIn("B=1: within 1.3x of the plan's floor at L <= 4096", missing)
@@ -93,6 +101,110 @@ class TargetsTest(unittest.TestCase):
         self.assertTrue(j["B=64 32/8 L=8192: faster than the best SDPA backend"][1])
         self.assertFalse(j["B=1: within 1.3x of the plan's floor at L=1024"][1])
         self.assertEqual(sum(1 for _, ok in j.values() if ok), 11)
+
+
+# bench/read_floor's bounds table as it prints it (2026-12-01 on the H200, docs/perf/read_floor).
+READ_FLOOR_H2 = """copy ceiling: 4230 GB/s (a 2 GiB device-to-device copy, bytes read + written)
+
+| L | MB (K+V) | register loads | GB/s | shape | + length load | empty grid (length 0) | bulk copies | GB/s |
+|---|---|---|---|---|---|---|---|---|
+| 1024 | 1.0 | 2.12 us | 494 | 128t x 16, 2/SM | 2.14 us | 1.20 us | 2.29 us | 457 |
+| 4096 | 4.2 | 2.89 us | 1454 | 128t x 16, 2/SM | 2.90 us | 1.05 us | 2.95 us | 1420 |
+| 16384 | 16.8 | 5.84 us | 2874 | 128t x 16, 2/SM | 5.84 us | 1.10 us | 5.77 us | 2908 |
+| 65536 | 67.1 | 17.30 us | 3879 | 128t x 16, 4/SM | 17.36 us | 1.56 us | 16.76 us | 4005 |
+"""
+READ_FLOOR_H8 = """| L | MB (K+V) | register loads | GB/s | shape | + length load | empty grid (length 0) | bulk copies | GB/s |
+|---|---|---|---|---|---|---|---|---|
+| 131072 | 536.9 | 120.81 us | 4444 | 256t x 16, 2/SM | 120.91 us | 1.27 us | 117.78 us | 4558 |
+"""
+
+
+class BoundsTest(unittest.TestCase):
+
+    def test_parse_reads_the_table_rows_only(self):
+        b = targets.parse_read_floor(READ_FLOOR_H2)
+        self.assertEqual(sorted(b), [1024, 4096, 16384, 65536])
+        self.assertEqual(b[16384], {"loads": 5.84, "loads_len": 5.84, "empty": 1.10, "bulk": 5.77})
+        self.assertEqual(targets.parse_read_floor("read_floor: token count 100: allowed are ...\n"), {})
+        self.assertEqual(targets.parse_read_floor("| L | a | b | c | d | e | f | g | h |"), {})
+
+    def rows(self):
+        # 2026-12-01's run (docs/perf/decode.csv): ingot, its bandwidth, floor, best peer.
+        rows = [row(1, 8, 2, 1024, 4.73, 0.052, 3.14, 6.93), row(1, 8, 2, 4096, 5.76, 0.172, 3.73, 8.20),
+                row(1, 8, 2, 16384, 9.12, 0.434, 3.89, 11.90), row(1, 8, 2, 65536, 20.50, 0.772, 4.23, 23.24),
+                row(16, 32, 8, 8192, 121.95, 1.038, 2.46, 121.61), row(2, 8, 2, 512, 3.0, 0.01, 2.9, 5.0)]
+        targets.attach_bounds(rows, {2: targets.parse_read_floor(READ_FLOOR_H2),
+                                     8: targets.parse_read_floor(READ_FLOOR_H8)})
+        return rows
+
+    def test_attach_takes_the_faster_read_and_batches_as_token_rows(self):
+        rows = self.rows()
+        self.assertEqual(rows[2]["read_us"], 5.77)      # bulk copies beat the loads at 16K
+        self.assertEqual(rows[3]["read_us"], 16.76)
+        self.assertEqual(rows[4]["read_us"], 117.78)    # B=16 x 8K = 131072 token rows of 8 heads
+        self.assertEqual((rows[0]["read_len_us"], rows[0]["empty_us"]), (2.14, 1.20))
+        self.assertEqual(rows[5]["read_us"], 2.12)  # B=2 x 512: the bytes of 1024 token rows
+        rows[5]["L"] = 256  # 512 token rows: not in the table
+        targets.attach_bounds(rows, {2: targets.parse_read_floor(READ_FLOOR_H2)})
+        self.assertTrue(math.isnan(rows[5]["read_us"]))
+
+    def test_each_target_shows_what_the_bare_read_leaves(self):
+        res = {t: (ok, b) for t, _, ok, b in targets.evaluate(self.rows())}
+        ok, b = res["B=1 8/2: >= 60% of copy bandwidth at L=16384"]
+        # 60% of the ceiling is 9.12 * 0.434 / 0.6 = 6.60 us; the bare read takes 5.77.
+        self.assertFalse(ok)
+        self.assertEqual(b, "bare read 5.77 us; the target's 6.60 us leaves 0.83 us beyond it")
+        _, b = res["B=1: within 1.3x of the plan's floor at L=4096"]
+        self.assertEqual(b, "the bare read adds 1.85 us to an empty grid; the ratio allows 1.12 us over the floor")
+        _, b = res["B=16 32/8 L=8192: faster than the best SDPA backend"]
+        self.assertEqual(b, "bare read 117.78 us; the best peer is +3.3% over it")
+        ok, b = res["B=16 32/8 L=8192: >= 90% of copy bandwidth"]
+        self.assertTrue(ok)
+        self.assertTrue(b.startswith("bare read 117.78 us; the target's "))
+        _, b = res["B=1 8/2: >= 90% of copy bandwidth at L=262144"]
+        self.assertEqual(b, "")  # not measured
+        md = targets.markdown(targets.evaluate(self.rows()))
+        self.assertIn("| target | measured | met | against the bare read (bench/read_floor) |", md)
+
+    def test_a_target_below_the_bare_read_says_so(self):
+        rows = self.rows()
+        rows[3]["ingot_bw"] = 0.6  # a ceiling so low that 85% would be under the read
+        res = {t: b for t, _, _, b in targets.evaluate(rows)}
+        self.assertTrue(res["B=1 8/2: >= 85% of copy bandwidth at L=65536"].startswith("bare read 16.76 us: over"))
+
+    def fake(self, body):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        path = os.path.join(d, "read_floor")
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\n" + body)
+        os.chmod(path, 0o755)
+        return path
+
+    def test_run_asks_one_run_per_head_count_for_the_rows_bytes(self):
+        # The fake prints its arguments and the table for its head count.
+        path = self.fake('echo "args: $*"\n'
+                         'if [ "$2" = 8 ]; then cat <<EOF\n' + READ_FLOOR_H8 + 'EOF\n'
+                         'else cat <<EOF\n' + READ_FLOOR_H2 + 'EOF\nfi\n')
+        rows = [row(1, 8, 2, 16384, 9.12, 0.434, 3.89, 11.90), row(2, 8, 2, 512, 3.0, 0.01, 2.9, 5.0),
+                row(16, 32, 8, 8192, 121.95, 1.038, 2.46, 121.61), row(1, 8, 2, 100, 1.0, 0.01, 1.0, 2.0)]
+        text = targets.run_read_floor(path, rows)
+        self.assertIn("args: --heads 2 --tokens 1024,16384", text)  # 100 rows: below read_floor's limits
+        self.assertIn("args: --heads 8 --tokens 131072", text)
+        self.assertEqual([r["read_us"] for r in rows[:3]], [5.77, 2.12, 117.78])
+        self.assertTrue(math.isnan(rows[3]["read_us"]))
+
+    def test_a_failing_read_floor_leaves_the_rows_alone(self):
+        path = self.fake('echo "read_floor: no CUDA device" >&2\nexit 1\n')
+        rows = [row(1, 8, 2, 16384, 9.12, 0.434)]
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            self.assertEqual(targets.run_read_floor(path, rows), "")
+        self.assertIn("failed with 1: read_floor: no CUDA device", out.getvalue())
+        self.assertNotIn("read_us", rows[0])
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            self.assertEqual(targets.run_read_floor(path + ".missing", rows), "")
+        self.assertIn("did not run", out.getvalue())
+
 
 if __name__ == "__main__":
     unittest.main()
