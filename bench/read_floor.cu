@@ -68,6 +68,16 @@ __device__ __forceinline__ uint4 ld16(const void *p) {
 __device__ __forceinline__ unsigned smem_addr(const void *p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
+// The ring's barriers: n of them, each expecting one arrival.
+__device__ __forceinline__ void mbar_init(unsigned long long *bar, int n) {
+  for (int i = 0; i < n; ++i)
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&bar[i])) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+// Arms a barrier for this phase's `bytes` of copies (the one arrival).
+__device__ __forceinline__ void mbar_expect(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
 __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
   asm volatile(
       "{\n .reg .pred p;\n WAIT%=:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra WAIT%=;\n}" ::"r"(bar),
@@ -195,11 +205,7 @@ __global__ void __launch_bounds__(32) stream_bulk(const char *k, const char *v, 
   const long long chunks_total = (bytes + half - 1) / half;
   const long long per = (chunks_total + segments - 1) / segments;
   const long long c0 = blockIdx.x * per, c1 = min(chunks_total, c0 + per);
-  if (lane == 0) {
-    for (int i = 0; i < stages; ++i)
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&bar[i])) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
+  if (lane == 0) mbar_init(bar, stages);
   __syncwarp();
   auto issue = [&](long long c) {
     const int st = (int)(c % stages);
@@ -207,8 +213,7 @@ __global__ void __launch_bounds__(32) stream_bulk(const char *k, const char *v, 
     const long long n = min(half, bytes - off);
     const unsigned b = smem_addr(&bar[st]);
     const unsigned dst = smem_addr(ring + st * 2 * half_smem);
-    if (lane == 0)
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"((unsigned)(2 * n)) : "memory");
+    if (lane == 0) mbar_expect(b, (unsigned)(2 * n));
     __syncwarp();
     const long long per_half = (n + piece - 1) / piece;  // pieces of K, then as many of V
     for (long long p = lane; p < 2 * per_half; p += 32) {
@@ -250,14 +255,12 @@ __global__ void __launch_bounds__(32) stream_tma(const __grid_constant__ CUtenso
     const int h = blockIdx.x % groups, s = blockIdx.x / groups;
     const int boxes = (len + rows - 1) / rows, per = (boxes + segments - 1) / segments;
     const int b0 = s * per, b1 = min(boxes, b0 + per);
-    for (int i = 0; i < stages; ++i)
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&bar[i])) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    mbar_init(bar, stages);
     auto issue = [&](int bx) {
       const int st = bx % stages;
       const unsigned b = smem_addr(&bar[st]);
       const unsigned dst = ((smem_addr(ring) + 1023u) & ~1023u) + (unsigned)(st * stage_bytes);  // 1 KB aligned
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(stage_bytes) : "memory");
+      mbar_expect(b, (unsigned)stage_bytes);
       const int c1 = whole ? 0 : 2 * h, c2 = bx * rows;
       asm volatile(
           "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(

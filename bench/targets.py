@@ -75,12 +75,13 @@ def run_read_floor(path, rows, timeout=900):
 
 
 def _known(x):
+    """A number that is not NaN (None, a missing key's default, is not)."""
     return isinstance(x, (int, float)) and not math.isnan(x)
 
 
 def _bound_bw(r, frac):
     """What a bandwidth target leaves beyond the bare read."""
-    if not _known(r.get("read_us", float("nan"))):
+    if not _known(r.get("read_us")):
         return ""
     need = r["ingot_graph"] * r["ingot_bw"] / frac
     left = need - r["read_us"]
@@ -89,14 +90,14 @@ def _bound_bw(r, frac):
 
 
 def _bound_peer(r):
-    peer = r.get("best_peer", float("nan"))
-    if not (_known(r.get("read_us", float("nan"))) and _known(peer)):
+    peer = r.get("best_peer")
+    if not (_known(r.get("read_us")) and _known(peer)):
         return ""
     return f"bare read {r['read_us']:.2f} us; the best peer is {peer / r['read_us'] - 1:+.1%} over it"
 
 
 def _bound_floor(r):
-    if not (_known(r.get("read_len_us", float("nan"))) and _known(r.get("empty_us", float("nan")))):
+    if not (_known(r.get("read_len_us")) and _known(r.get("empty_us"))):
         return ""
     adds = r["read_len_us"] - r["empty_us"]
     allows = (FLOOR_RATIO - 1) * r["floor_graph"]
@@ -113,8 +114,8 @@ def _find(rows, B, hq, hkv, L):
 
 def _faster(r):
     """(measured text, met) for 'faster than the best peer'."""
-    peer = r.get("best_peer", float("nan"))
-    if not isinstance(peer, (int, float)) or math.isnan(peer):
+    peer = r.get("best_peer")
+    if not _known(peer):
         return "no peer ran", False
     text = f"{peer / r['ingot_graph']:.2f}x"
     lo, hi = r.get("speedup_lo", float("nan")), r.get("speedup_hi", float("nan"))
