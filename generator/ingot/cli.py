@@ -1,6 +1,7 @@
 """The `ingot` command: generate, check, list, package."""
 
 import argparse
+import contextlib
 import glob
 import hashlib
 import os
@@ -8,8 +9,9 @@ import sys
 
 from ingot import __version__
 from ingot.config import validate_and_expand
-from ingot.errors import ConfigErrors
-from ingot.load import load_config
+from ingot.errors import ConfigError, ConfigErrors, Mark, printable
+from ingot.load import load_bytes, read_config
+from ingot.write import DEFAULT_LOCK_TIMEOUT, OutputError, WriteFailed
 
 EXIT_OK, EXIT_DRIFT, EXIT_CONFIG, EXIT_RENDER = 0, 1, 2, 3
 
@@ -37,19 +39,28 @@ def display_path(path):
 def load_pack(path):
     """Load, validate and expand one config. Raises ConfigErrors."""
     display = display_path(path)
-    try:
-        with open(path, "rb") as f:
-            sha = hashlib.sha256(f.read()).hexdigest()
-    except OSError:
-        sha = ""
-    located = load_config(path, display)
-    return validate_and_expand(located, sha)
+    data = read_config(path, display)  # one read: the hash is of the bytes that were parsed
+    return validate_and_expand(load_bytes(data, display), hashlib.sha256(data).hexdigest())
+
+
+def configs_of(args):
+    """The configs a command works on: those named, else configs/*.yaml. Running
+    on nothing is an error, never a silent success."""
+    if args.configs:
+        return args.configs
+    found = default_configs()
+    if not found:
+        raise OutputError(os.path.join(REPO, "configs"), "no config given and no *.yaml found here "
+                          "(allowed: name the pack configs, e.g. `ingot generate my_pack.yaml`)")
+    return found
 
 
 def render_all(configs):
     """{pack name: (pack, files)} for every config; raises ConfigErrors with the
     errors of every config together."""
     from ingot.render import render_pack
+
+    from ingot.write import with_manifest
 
     out, errors = {}, []
     for c in configs:
@@ -59,13 +70,12 @@ def render_all(configs):
             errors += e.errors
             continue
         if pack.name in out:
-            from ingot.errors import ConfigError, Mark
             errors.append(ConfigError(Mark(display_path(c), 1, 1), "pack",
                                       f"pack '{pack.name}' is also defined by another config"))
             continue
         import jinja2
         try:
-            out[pack.name] = (pack, render_pack(pack))
+            out[pack.name] = (pack, with_manifest(render_pack(pack)))
         except (jinja2.TemplateError, ValueError, TypeError) as e:
             raise RenderFailed(pack.name, e) from e
     if errors:
@@ -74,30 +84,52 @@ def render_all(configs):
 
 
 def cmd_generate(args):
-    from ingot.write import write_tree
+    from ingot.write import write_packs
 
-    rendered = render_all(args.configs or default_configs())
-    for name, (pack, files) in sorted(rendered.items()):
-        root = os.path.join(args.out, name)
-        written, removed = write_tree(root, files)
-        if not args.quiet:
+    rendered = render_all(configs_of(args))
+    plans = write_packs(args.out, {name: files for name, (_, files) in rendered.items()},
+                        prune_unknown=args.prune_unknown, lock_timeout=args.lock_timeout)
+    if not args.quiet:
+        for plan in plans:
+            pack = rendered[plan.name][0]
             sources = sum(len(i.archs) for i in pack.instances)
-            print(f"ingot: {name}: {len(pack.instances)} instances, {sources} kernel sources for "
-                  f"{len(pack.archs)} archs, {len(files)} files ({len(written)} written, "
-                  f"{len(removed)} removed) in {root}")
+            line = (f"ingot: {plan.name}: {len(pack.instances)} instances, {sources} kernel sources for "
+                    f"{len(pack.archs)} archs, {len(plan.files)} files ({len(plan.write)} written, "
+                    f"{len(plan.removed)} removed) in {printable(plan.root)}")
+            if plan.kept:
+                line += (f"; kept {len(plan.kept)} file(s) ingot did not write: {_names(plan.kept)} "
+                         "(--prune-unknown removes them)")
+            if plan.pruned_unknown:
+                line += (f"; of the removed, {len(plan.pruned_unknown)} ingot did not write: "
+                         f"{_names(plan.pruned_unknown)}")
+            print(line)
     return EXIT_OK
 
 
-def cmd_check(args):
-    from ingot.write import diff_tree
+def _names(rels, limit=5):
+    shown = ", ".join(printable(r) for r in rels[:limit])
+    return shown + (f" and {len(rels) - limit} more" if len(rels) > limit else "")
 
-    rendered = render_all(args.configs or default_configs())
+
+def cmd_check(args):
+    from ingot.write import diff_tree, locked
+
+    rendered = render_all(configs_of(args))
+    if os.path.lexists(args.out) and not os.path.isdir(args.out):
+        raise OutputError(args.out, "not a folder (allowed: the folder generate writes)")
     drift = False
-    for name, (_, files) in sorted(rendered.items()):
-        d = diff_tree(os.path.join(args.out, name), files, os.path.join(os.path.relpath(args.out, REPO), name))
-        if d:
-            drift = True
-            sys.stdout.write(d)
+    # A shared lock: a generate running now finishes first, so no half-swapped tree is compared.
+    with (locked(args.out, args.lock_timeout, shared=True) if os.path.isdir(args.out)
+          else contextlib.nullcontext()):
+        for name, (_, files) in sorted(rendered.items()):
+            try:
+                d = diff_tree(os.path.join(args.out, name), files,
+                              os.path.join(os.path.relpath(args.out, REPO), name))
+            except OSError as e:
+                raise OutputError(e.filename or os.path.join(args.out, name), e.strerror or str(e)) from None
+            if d:
+                drift = True
+                sys.stdout.write(d)
     if drift:
         print("ingot check: generated/ differs from what the configs produce; run `ingot generate`",
               file=sys.stderr)
@@ -107,7 +139,7 @@ def cmd_check(args):
 
 
 def cmd_list(args):
-    rendered = render_all(args.configs or default_configs())
+    rendered = render_all(configs_of(args))
     if args.json:
         import json
         out = []
@@ -117,7 +149,7 @@ def cmd_list(args):
         print(json.dumps(out, indent=1, sort_keys=True))
         return EXIT_OK
     for name, (pack, files) in sorted(rendered.items()):
-        print(f"pack {name} ({pack.config_path}): {len(pack.instances)} instances, archs {', '.join(pack.archs)}")
+        print(f"pack {name} ({printable(pack.config_path)}): {len(pack.instances)} instances, archs {', '.join(pack.archs)}")
         for inst in pack.instances:
             print(f"  {inst.name}  variant={inst.variant} priority={inst.priority}")
             for arch in inst.archs:
@@ -152,6 +184,13 @@ def main(argv=None):
         s.add_argument("--quiet", action="store_true")
         if name == "list":
             s.add_argument("--json", action="store_true", help="machine-readable output (for the build)")
+        else:
+            s.add_argument("--lock-timeout", type=float, default=DEFAULT_LOCK_TIMEOUT, metavar="SECONDS",
+                           help="how long to wait for another run on the same output "
+                                f"(default: {DEFAULT_LOCK_TIMEOUT:g})")
+        if name == "generate":
+            s.add_argument("--prune-unknown", action="store_true",
+                           help="also remove files under the pack folders that ingot did not write")
         s.set_defaults(fn=fn)
     s = sub.add_parser("package", help="package compiled code objects and descriptors into a pack folder")
     s.add_argument("--generated", required=True, help="generated/<pack> folder")
@@ -174,5 +213,19 @@ def main(argv=None):
         return EXIT_CONFIG
     except RenderFailed as e:
         print(f"error: {e}", file=sys.stderr)
+        print("ingot: nothing was written", file=sys.stderr)
+        return EXIT_RENDER
+    except WriteFailed as e:
+        print(f"error: {printable(str(e))}", file=sys.stderr)
+        done = f"pack(s) {', '.join(e.done)} were written, the others were not" if e.done else "nothing was written"
+        print(f"ingot: {done}", file=sys.stderr)
+        return EXIT_CONFIG
+    except OutputError as e:
+        print(f"error: {printable(str(e))}", file=sys.stderr)
+        print("ingot: nothing was written", file=sys.stderr)
+        return EXIT_CONFIG
+    except Exception as e:  # noqa: BLE001 - whatever is left is the generator's own defect
+        print(f"error: internal error in the generator (a defect, please report it): {type(e).__name__}: "
+              f"{printable(str(e))[:500]}", file=sys.stderr)
         print("ingot: nothing was written", file=sys.stderr)
         return EXIT_RENDER

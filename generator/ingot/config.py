@@ -5,6 +5,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
+from ingot import descriptors
 from ingot.archs import ARCHS, known_archs
 from ingot.errors import ErrorSink
 from ingot.families import FAMILIES
@@ -32,7 +33,8 @@ def _variant_schema(family):
 
 def _schema(family):
     return Map({
-        "pack": (Str(pattern=IDENT, pattern_desc="a lower-case identifier ([a-z][a-z0-9_]*)"), True, None),
+        "pack": (Str(pattern=IDENT, pattern_desc="a lower-case identifier ([a-z][a-z0-9_]*)",
+                     max_len=4096), True, None),
         "family": (Str(choices=sorted(FAMILIES)), True, None),
         "engine": (Str(pattern=ENGINE, pattern_desc="an engine name like 'ingot:AttentionDecode'"), True, None),
         "sdk_version": (Str(pattern=VERSION, pattern_desc="a version like '0.1.0'"), True, None),
@@ -95,6 +97,7 @@ def validate_and_expand(located, config_sha256):
     family = FAMILIES.get(fam_name, FAMILIES[ad.NAME])
     cfg = _schema(family).check(data, (), ctx)
     sink.raise_if_any()
+    names_fit = _check_name_limits(cfg["pack"], (), ctx)
 
     archs = [ARCHS[a] for a in sorted(cfg["archs"])]
     _check_metadata_fields(cfg, ctx)
@@ -106,6 +109,8 @@ def validate_and_expand(located, config_sha256):
             ctx.error(vpath + ("name",), f"duplicate variant name '{var['name']}'")
         names.add(var["name"])
         instances += _expand_variant(cfg, var, vpath, archs, ctx)
+    if names_fit:
+        _check_name_limits(cfg["pack"], instances, ctx)
     sink.raise_if_any()
     _check_duplicates_and_shadowing(instances, {v["name"]: i for i, v in enumerate(cfg["variants"])}, ctx)
     sink.raise_if_any()
@@ -118,6 +123,24 @@ def validate_and_expand(located, config_sha256):
         behavior_notes=tuple(cfg["behavior_notes"]),
         instances=tuple(sorted(instances, key=lambda i: i.name)),
         config_path=located.path, config_sha256=config_sha256)
+
+
+def _check_name_limits(pack_name, instances, ctx):
+    """The first name derived from the pack name that would pass a runtime limit
+    is an error at `pack`, naming the limit and the longest pack name that fits."""
+    over = [(what, s, limit) for what, s, limit in descriptors.limited_names(pack_name, instances)
+            if len(s.encode("utf-8")) > limit[1]]
+    if not over:
+        return True
+    what, s, (desc, limit) = over[0]
+    fits = min(limit - (len(t.encode("utf-8")) - len(pack_name))
+               for _, t, (_, limit) in descriptors.limited_names(pack_name, instances))
+    ctx.error(("pack",), f"pack name of {len(pack_name)} characters is too long: {what} "
+              f"{show(s)} would be {len(s.encode('utf-8'))} bytes, over the runtime's limit of {limit} bytes "
+              f"on {desc} "
+              f"(allowed: a pack name of at most {max(fits, 0)} characters"
+              f"{' for these variants' if instances else ''})")
+    return False
 
 
 def _check_metadata_fields(cfg, ctx):

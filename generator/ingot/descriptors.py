@@ -87,7 +87,44 @@ def build(pack):
 
 
 def dispatch_symbol(pack):
-    return f"ingot_{pack.name}_dispatch"
+    return dispatch_symbol_of(pack.name)
+
+
+def dispatch_symbol_of(pack_name):
+    return f"ingot_{pack_name}_dispatch"
+
+
+# Limits the runtime applies to the names below; a pack whose names pass them
+# would generate, build and package, then fail at open. test_name_limits reads
+# both from the C source, so the two sides cannot drift apart.
+MAX_DISPATCH_SYMBOL_BYTES = 128  # runtime/src/dispatch_registry.c, generated_name()
+MAX_STRING_BYTES = 256  # INGOT_MAX_STRING_BYTES, runtime/src/internal.h (ids, names, paths, symbols)
+DISPATCH_LIMIT = ("dispatch symbols (runtime/src/dispatch_registry.c)", MAX_DISPATCH_SYMBOL_BYTES)
+STRING_LIMIT = ("descriptor strings (INGOT_MAX_STRING_BYTES, runtime/src/internal.h)", MAX_STRING_BYTES)
+
+
+def packaged_object_path(inst_name, arch):
+    """Where `ingot package` puts an instance's code object for arch (package.py;
+    test_package checks the two agree)."""
+    return f"code/{arch.name}/{inst_name}.{arch.name}.{arch.suffix}"
+
+
+def limited_names(pack_name, instances):
+    """(what, string, (limit description, bytes)) for every name derived from
+    the pack name that the runtime checks against a limit: the dispatch symbol,
+    the descriptors' names, kernel names, entry symbols and the paths of the
+    authored and the packaged KDP."""
+    yield "the dispatch symbol", dispatch_symbol_of(pack_name), DISPATCH_LIMIT
+    for suffix in ("", ".kmd", ".udd", ".graph"):
+        yield "a descriptor name", pack_name + suffix, STRING_LIMIT
+    for inst in instances:
+        yield f"kernel {inst.name}'s name", inst.name, STRING_LIMIT
+        for entry in ad.ENTRY_POINTS:
+            yield f"kernel {inst.name}'s entry symbol", inst.symbol(entry), STRING_LIMIT
+        for arch in inst.archs:
+            yield f"kernel {inst.name}'s source path", inst.filename(arch), STRING_LIMIT
+            yield (f"kernel {inst.name}'s code-object path", packaged_object_path(inst.name, ARCHS[arch]),
+                   STRING_LIMIT)
 
 
 def _field(name, typ, default):

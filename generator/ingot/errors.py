@@ -5,6 +5,14 @@ bad value and what is allowed."""
 from dataclasses import dataclass
 
 
+def printable(text):
+    """text with control characters escaped, so that a message stays one line
+    whatever a file name or a value holds."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 @dataclass(frozen=True)
 class Mark:
     file: str
@@ -12,7 +20,7 @@ class Mark:
     column: int  # 1-based
 
     def __str__(self):
-        return f"{self.file}:{self.line}:{self.column}"
+        return f"{printable(self.file)}:{self.line}:{self.column}"
 
 
 @dataclass(frozen=True)
@@ -23,7 +31,7 @@ class ConfigError:
 
     def __str__(self):
         where = f"{self.mark}: " if self.mark else ""
-        return f"{where}{self.path}: {self.message}" if self.path else f"{where}{self.message}"
+        return printable(f"{where}{self.path}: {self.message}" if self.path else f"{where}{self.message}")
 
 
 class ConfigErrors(Exception):

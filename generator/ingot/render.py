@@ -31,8 +31,11 @@ def environment(template_dir=TEMPLATE_DIR):
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(template_dir), undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)
+    # Every value a template takes from the config goes through one of these: a
+    # C token, an escaped string for a comment or a literal, or a checked identifier.
     env.filters.update(c_bool=ctokens.c_bool, c_int=ctokens.c_int, c_dtype=ctokens.c_dtype,
-                       c_string=ctokens.c_string, c_math=ctokens.c_math)
+                       c_string=ctokens.c_string, c_math=ctokens.c_math, c_comment=ctokens.c_comment,
+                       c_ident=ctokens.c_ident)
     return env
 
 

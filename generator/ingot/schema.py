@@ -5,6 +5,7 @@ allowed, and a did-you-mean for misspelt keys. It reports every error at once.""
 
 import difflib
 
+from ingot.errors import printable
 from ingot.load import format_path
 
 
@@ -28,7 +29,7 @@ def _type_name(v):
 
 def show(v):
     if isinstance(v, str):
-        return f"'{v}'"
+        return _clip(f"'{printable(v)}'")
     if isinstance(v, bool):
         return "true" if v else "false"
     if v is None:
@@ -36,8 +37,8 @@ def show(v):
     if isinstance(v, list):
         return _clip("[" + ", ".join(show(x) for x in v) + "]")
     if isinstance(v, dict):
-        return _clip("{" + ", ".join(f"{k}: {show(x)}" for k, x in v.items()) + "}")
-    return str(v)
+        return _clip("{" + ", ".join(f"{printable(str(k))}: {show(x)}" for k, x in v.items()) + "}")
+    return _clip(printable(str(v)))
 
 
 def _clip(text, limit=60):

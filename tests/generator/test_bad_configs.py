@@ -42,7 +42,7 @@ class MinimalConfigTest(unittest.TestCase):
             rc, stdout, stderr = run_cli(["generate", "--out", out, MINIMAL_CONFIG])
             self.assertEqual(rc, EXIT_OK, stderr)
             self.assertEqual(stderr, "")
-            self.assertIn("ingot: minimal: 1 instances, 2 kernel sources for 2 archs, 10 files (10 written, 0 removed)", stdout)
+            self.assertIn("ingot: minimal: 1 instances, 2 kernel sources for 2 archs, 11 files (11 written, 0 removed)", stdout)
             self.assertTrue(os.path.isfile(os.path.join(
                 out, "minimal", "kernels", "gfx942", "minimal_bf16_d128_g4_sq1_contig_w4t16.hip")))
 
@@ -132,14 +132,14 @@ class NothingIsWrittenTest(unittest.TestCase):
         rc, _, stderr = run_cli(["generate", "--quiet", "--out", self.out, MINIMAL_CONFIG])
         self.assertEqual(rc, EXIT_OK, stderr)
         self.before = snapshot(self.out)
-        self.assertEqual(len([k for k in self.before if not k.endswith("/")]), 10)
+        self.assertEqual(len([k for k in self.before if not k.endswith("/")]), 11)
         self.changed = _changed_minimal(self.tmp)
 
     def test_the_changed_config_would_write(self):
         # Control for the two tests below: without the error it does write.
         rc, stdout, _ = run_cli(["generate", "--out", self.out, self.changed])
         self.assertEqual(rc, EXIT_OK)
-        self.assertIn("2 instances, 4 kernel sources for 2 archs, 13 files (8 written, 0 removed)", stdout)
+        self.assertIn("2 instances, 4 kernel sources for 2 archs, 14 files (9 written, 0 removed)", stdout)
         self.assertNotEqual(snapshot(self.out), self.before)
 
     def test_config_error_leaves_output_untouched(self):

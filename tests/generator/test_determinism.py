@@ -11,7 +11,7 @@ import tempfile
 import unittest
 import uuid
 
-from gen_support import MAIN_CONFIG, REPO, read_tree, run_cli, snapshot
+from gen_support import MAIN_CONFIG, MINIMAL_CONFIG, REPO, read_tree, run_cli, snapshot
 
 from ingot.cli import EXIT_OK
 
@@ -42,8 +42,8 @@ class DeterminismTest(unittest.TestCase):
         # 40 instances x 3 archs, 8 x 2 for the AMD archs only (variants decode_d256_amd and
         # decode_g8_d256) and 20 for sm_90 only (decode_long, decode_mid, decode_w8,
         # decode_d256_tc and decode_g8_d256_tc), 2 dispatch files, 5 pack descriptors and
-        # 68 kernel UMDs.
-        self.assertEqual(len(self.files), 40 * 3 + 8 * 2 + 20 + 2 + 5 + 68)
+        # 68 kernel UMDs, and the MANIFEST of what ingot writes there.
+        self.assertEqual(len(self.files), 40 * 3 + 8 * 2 + 20 + 2 + 5 + 68 + 1)
 
     def test_output_matches_the_committed_tree(self):
         self.assertEqual(self.files, read_tree(os.path.join(REPO, "generated", PACK)))
@@ -122,25 +122,40 @@ class DeterminismTest(unittest.TestCase):
             self.assertEqual(rc, EXIT_OK)
             root = os.path.join(out, PACK)
             self.assertEqual(first, f"ingot: {PACK}: 68 instances, 156 kernel sources for 3 archs, "
-                                    f"231 files (231 written, 0 removed) in {root}\n")
+                                    f"232 files (232 written, 0 removed) in {root}\n")
             before = snapshot(out)
             rc, second, _ = run_cli(["generate", "--out", out, MAIN_CONFIG])
             self.assertEqual(rc, EXIT_OK)
             self.assertEqual(second, f"ingot: {PACK}: 68 instances, 156 kernel sources for 3 archs, "
-                                     f"231 files (0 written, 0 removed) in {root}\n")
+                                     f"232 files (0 written, 0 removed) in {root}\n")
             self.assertEqual(snapshot(out), before)  # not even rewritten with the same bytes
 
     def test_generate_removes_files_no_longer_produced(self):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "g")
-            run_cli(["generate", "--quiet", "--out", out, MAIN_CONFIG])
-            stale = os.path.join(out, PACK, "kernels", "gfx942", "attention_decode_stale.hip")
-            with open(stale, "w", encoding="utf-8") as f:
-                f.write("// left over from an older config\n")
-            rc, stdout, _ = run_cli(["generate", "--out", out, MAIN_CONFIG])
+            two = os.path.join(tmp, "two.yaml")
+            with open(MINIMAL_CONFIG, encoding="utf-8") as f:
+                text = f.read()
+            with open(two, "w", encoding="utf-8") as f:
+                f.write(text.replace("head_dim: [128]", "head_dim: [64, 128]"))
+            rc, _, stderr = run_cli(["generate", "--quiet", "--out", out, two])
+            self.assertEqual(rc, EXIT_OK, stderr)
+            d64 = "minimal_bf16_d64_g4_sq1_contig_w4t16"
+            gone = [os.path.join(out, "minimal", "kernels", a, f"{d64}.hip") for a in ("gfx942", "sm_90")]
+            gone.append(os.path.join(out, "minimal", "descriptors", f"{d64}.umd.json"))
+            self.assertTrue(all(os.path.isfile(p) for p in gone))
+            rc, stdout, _ = run_cli(["generate", "--out", out, MINIMAL_CONFIG])
             self.assertEqual(rc, EXIT_OK)
-            self.assertIn("231 files (0 written, 1 removed)", stdout)
-            self.assertFalse(os.path.exists(stale))
+            # The d64 kernel's two sources and UMD go; the KDP, MANIFEST and (naming the config)
+            # the two kernel sources and the dispatch files are rewritten.
+            self.assertIn("11 files (6 written, 3 removed)", stdout)
+            self.assertFalse(any(os.path.exists(p) for p in gone))
+            self.assertEqual(read_tree(os.path.join(out, "minimal")).keys(), set(self._minimal_files()))
+
+    def _minimal_files(self):
+        from ingot.cli import render_all
+
+        return render_all([MINIMAL_CONFIG])["minimal"][1]
 
 
 if __name__ == "__main__":
