@@ -131,7 +131,8 @@ function(ingot_add_pack)
     OUTPUT "${stamp}"
     COMMAND ${env} ${INGOT_PYTHON} -m ingot package --quiet --generated "${gen_dir}" --objects "${obj_root}"
             --out "${P_OUTPUT_DIR}" --archs "${arch_csv}" --readelf "${INGOT_READELF}"
-    DEPENDS ${objects} ${gen_outputs}
+    # the generator too: a change to what packaging writes (package.py) repackages
+    DEPENDS ${objects} ${gen_outputs} ${generator_sources}
     COMMENT "ingot: packaging ${P_NAME} (${arch_csv})"
     VERBATIM)
   add_custom_target(ingot_pack_${P_NAME} ALL DEPENDS "${stamp}")

@@ -12,6 +12,12 @@
 #include "dispatch.h"
 #include "ingot_attention_decode_limits.h"
 
+/* Bounds the plan enforces on every kernel; the pack loader refuses metadata
+ * outside them at open (runtime/src/pack_loader.c), since no plan could pass. */
+#define INGOT_AD_MAX_BLOCK_THREADS 1024   /* waves x wave size of one workgroup */
+#define INGOT_AD_MAX_PAGE_SIZE (1 << 20)  /* tokens per KV page */
+#define INGOT_AD_HEAD_DIM_STEP 32         /* head dims are multiples of it */
+
 typedef struct ingot_ad_policy {
   int ctas_per_cu;           /* resident split workgroups per CU when the device cannot say */
   int min_tiles_per_split;   /* a segment covers at least this many tiles of capacity */
@@ -114,7 +120,7 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   const int64_t B = g->q.dims[0], Hq = g->q.dims[1], Sq = g->q.dims[2], D = g->q.dims[3];
   const int64_t Hkv = g->k.dims[2];
   const int paged = g->kv_layout == INGOT_KV_PAGED;
-  if (D < 32 || D != m->head_dim || D % 32)
+  if (D < INGOT_AD_HEAD_DIM_STEP || D != m->head_dim || D % INGOT_AD_HEAD_DIM_STEP)
     return ingot_ad_error(err, err_size, "plan: head dim %lld, kernel has %d", (long long)D, m->head_dim);
   if (Hkv < 1 || Hkv > 65535 || Hq != Hkv * m->group)
     return ingot_ad_error(err, err_size, "plan: Hq %lld / Hkv %lld is not the kernel's group %d (Hkv in 1..65535)",
@@ -132,7 +138,7 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   if (caps->wave_size != 32 && caps->wave_size != 64)
     return ingot_ad_error(err, err_size, "plan: wave size %d (allowed: 32, 64)", caps->wave_size);
   if (m->waves < 1 || m->tokens_per_wave < 1 || m->rows < 1 || m->max_splits < 1 || m->group < 1 ||
-      (int64_t)m->waves * caps->wave_size > 1024)
+      (int64_t)m->waves * caps->wave_size > INGOT_AD_MAX_BLOCK_THREADS)
     return ingot_ad_error(err, err_size,
                           "plan: kernel metadata out of range (waves %d, tokens_per_wave %d, rows %d, group %d, "
                           "max_splits %d; allowed: >= 1, waves x wave size <= 1024)",
@@ -140,7 +146,7 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   int64_t page_size = 0;
   if (paged) {
     page_size = g->k.dims[1];
-    if (page_size < 1 || (page_size & (page_size - 1)) || page_size > (1 << 20))
+    if (page_size < 1 || (page_size & (page_size - 1)) || page_size > INGOT_AD_MAX_PAGE_SIZE)
       return ingot_ad_error(err, err_size, "plan: page size %lld is not a power of two in 1..2^20",
                             (long long)page_size);
     /* A wave's chunk of tokens_per_wave tokens must lie in one page: the kernels

@@ -1,8 +1,11 @@
 """The packaging step: code objects + authored descriptors -> a packaged pack
 folder (docs/INTERNALS.md §1). Each code object's kernarg signature and
-resources are read back from the object itself; a signature that disagrees
-with the UDD fails the build. The folder is assembled beside its final place
-and renamed over it, so a failed packaging leaves the old pack intact."""
+resources are read back from the object itself; a kernarg signature that
+disagrees with the UDD fails the build. The packaged KDP pins every code object
+and every other descriptor file of the folder by sha256 (`descriptors`), so
+that the KDP's bytes, and a detached signature over them, vouch for the whole
+pack. The folder is assembled beside its final place and renamed over it, so a
+failed packaging leaves the old pack intact."""
 
 import glob
 import hashlib
@@ -26,7 +29,13 @@ def _load_json(path):
         return json.load(f)
 
 
+def _sha256_file(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
 def _check_signature(obj_path, symbol, got, udd, vendor):
+    """The kernarg signature read back from a code object against the UDD's."""
     want = udd["signature"]
     if got["kernarg_size"] != udd["kernarg_size"]:
         raise PackageError(f"{obj_path}: {symbol}: kernarg size {got['kernarg_size']} bytes, "
@@ -103,8 +112,7 @@ def _package(generated, objects, out, readelf, archs, quiet):
                 rel = f"code/{arch.name}/{fname}"
                 os.makedirs(os.path.join(stage, "code", arch.name), exist_ok=True)
                 shutil.copyfile(obj_path, os.path.join(stage, rel))
-                with open(obj_path, "rb") as f:
-                    sha = hashlib.sha256(f.read()).hexdigest()
+                sha = _sha256_file(os.path.join(stage, rel))
                 first = kernels[src["symbols"]["split"]]
                 objs[arch.name] = {
                     "path": rel, "sha256": sha, "kernarg_size": first["kernarg_size"],
@@ -116,6 +124,9 @@ def _package(generated, objects, out, readelf, archs, quiet):
                                     for e in sorted(src["symbols"])},
                 }
             kd["kernel_source"] = {"kind": "code_object", "symbols": src["symbols"], "objects": objs}
+        # The descriptors as copied: the runtime refuses a folder whose files differ from these.
+        kdp["descriptors"] = {name: _sha256_file(os.path.join(stage, name))
+                              for name in sorted(os.listdir(stage)) if name.endswith(".json")}
         with open(os.path.join(stage, os.path.basename(kdps[0])), "w", encoding="utf-8") as f:
             f.write(dumps(kdp))
         old = None

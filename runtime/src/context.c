@@ -143,7 +143,8 @@ INGOT_API ingot_status ingot_context_open_pack(ingot_context *ctx, const char *p
   ctx->packs = packs;
   ingot_pack *pack;
   ingot_strbuf err = {0};
-  ingot_status s = ingot_pack_load(pack_dir, ctx->packs, ctx->num_packs, &pack, &err);
+  ingot_status s = ingot_pack_load(pack_dir, ctx->packs, ctx->num_packs,
+                                   ctx->require_signature ? ctx->signing_key : NULL, &pack, &err);
   if (s != INGOT_OK) {
     ingot_context_set_error(ctx, "%s", ingot_strbuf_str(&err));
     ingot_strbuf_free(&err);

@@ -17,6 +17,11 @@
 
 /* ---- documented limits (docs/attention_decode.md, "Limits") ------------- */
 #define INGOT_MAX_DESCRIPTOR_BYTES ((size_t)4 << 20)  /* one descriptor file */
+#define INGOT_MAX_DESCRIPTOR_FILES 1024               /* descriptor files in one pack folder */
+#define INGOT_MAX_DESCRIPTOR_TOTAL_BYTES ((size_t)16 << 20) /* all of them together */
+#define INGOT_MAX_SIGNATURE_FILE_BYTES 4096           /* read to say how long a bad .sig is */
+#define INGOT_ED25519_KEY_BYTES 32
+#define INGOT_ED25519_SIGNATURE_BYTES 64
 #define INGOT_MAX_KERNELS_PER_PACK 4096
 #define INGOT_MAX_STRING_BYTES 256                    /* ids, names, paths, symbols, values */
 #define INGOT_MAX_CODE_OBJECT_BYTES ((size_t)64 << 20)
@@ -111,6 +116,10 @@ typedef struct ingot_pack {
   size_t num_kernels;
   ingot_kernel *kernels;
   json_t *kdp; /* borrowed from docs */
+  /* Every id the pack defines (descriptors and kernels) with its kind and file:
+   * a pack opened later may repeat none of them. Owned (pack_loader.c). */
+  size_t num_ids;
+  struct ingot_doc_entry *ids;
 } ingot_pack;
 
 void ingot_pack_free(ingot_pack *pack, const ingot_backend_ops *ops, ingot_backend_device *dev);
@@ -120,9 +129,25 @@ const ingot_code_object *ingot_kernel_object(const ingot_kernel *k, const char *
 
 /* Loads and verifies one pack folder; on failure *out is NULL and err holds
  * "<file>: <json path>: <problem> (allowed: ...)". existing: the packs already
- * open on the context (kernel and pack ids must not repeat). */
+ * open on the context (no id of any kind may repeat). signing_key: NULL, or the
+ * Ed25519 public key the KDP's detached signature must verify with. */
 ingot_status ingot_pack_load(const char *pack_dir, ingot_pack *const *existing, size_t num_existing,
-                             ingot_pack **out, ingot_strbuf *err);
+                             const unsigned char *signing_key, ingot_pack **out, ingot_strbuf *err);
+
+/* ---- pack files (util.c, pack_signature.c) ------------------------------- */
+/* "a FIFO", "a folder", ... for a st_mode. */
+const char *ingot_file_type_name(unsigned mode);
+/* Reads a whole regular file (path relative to the folder fd `at`, or
+ * AT_FDCWD) of at most `limit` bytes without blocking: anything but a regular
+ * file is refused before it is opened (INGOT_INVALID_PACK, "not a regular
+ * file (a FIFO) (allowed: a regular file)"), and with nofollow a symbolic link
+ * too. On success *out (NUL-terminated, the caller frees it) and *size. */
+ingot_status ingot_read_regular_file(int at, const char *path, int nofollow, size_t limit, unsigned char **out,
+                                     size_t *size, char *msg, size_t msg_size);
+/* 1: sig verifies over data with the raw Ed25519 public key; 0: it does not;
+ * -1: libcrypto failed. */
+int ingot_ed25519_verify(const unsigned char key[INGOT_ED25519_KEY_BYTES], const unsigned char *sig, size_t sig_len,
+                         const unsigned char *data, size_t size);
 
 /* ---- the context ------------------------------------------------------- */
 struct ingot_context {
@@ -136,6 +161,10 @@ struct ingot_context {
   ingot_pack **packs;
   ingot_strbuf last_error;
   ingot_strbuf decline_report;
+  /* ingot_context_require_signature: every later open_pack verifies the KDP's
+   * detached Ed25519 signature with this public key. */
+  int require_signature;
+  unsigned char signing_key[INGOT_ED25519_KEY_BYTES];
 };
 
 void ingot_context_set_error(ingot_context *ctx, const char *fmt, ...)

@@ -1,21 +1,29 @@
 /* pack_loader.c: opens a packaged pack folder and verifies all of it before
- * anything touches a driver: every descriptor's fields and JSON types, unique
- * ids, every id reference, kernel metadata against the KMD, code object paths
- * (confined to the folder), sha256 and kernarg signature against the UDD.
+ * anything touches a driver: the folder's files (regular files only, counted
+ * and sized before any is read), the KDP's detached signature when the context
+ * requires one, every descriptor against the sha256 the KDP records, every
+ * descriptor's fields and JSON types, ids unique in the folder and across the
+ * context, every id reference, kernel metadata against the KMD and the plan's
+ * bounds, code object paths (confined to the folder), sha256, kernarg
+ * signature against the UDD and entry-point symbols (elf_symbols.c).
  * The first problem ends the load with "<file>: <json path>: <problem>
  * (allowed: ...)"; nothing is half-built. Formats: docs/INTERNALS.md 1-2. */
 #define _XOPEN_SOURCE 700
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 
+#include "elf_symbols.h"
+#include "ingot_attention_decode_dispatch.h"
 #include "internal.h"
 
 enum doc_kind { DOC_KDP, DOC_UED, DOC_KMD, DOC_UDD, DOC_UMD, DOC_KERNEL, NUM_DOC_KINDS };
@@ -23,7 +31,8 @@ static const char *const kKindSuffix[NUM_DOC_KINDS] = {".kdp.json", ".ued.json",
                                                        ".udd.json", ".umd.json", NULL};
 static const char *const kKindName[NUM_DOC_KINDS] = {"KDP", "UED", "KMD", "UDD", "UMD", "kernel"};
 
-typedef struct doc_entry {
+/* Kept by the pack once it is open (ingot_pack.ids): later packs check theirs against it. */
+typedef struct ingot_doc_entry {
   json_t *doc; /* borrowed from loader.docs */
   char file[NAME_MAX + 1];
   enum doc_kind kind;
@@ -45,6 +54,8 @@ typedef struct loader {
   size_t num_kmd_fields;
   kmd_field *kmd_fields;
   json_t *entry_points; /* the KDP's UDD's entry_points, borrowed */
+  ingot_pack *const *existing; /* the packs already open on the context */
+  size_t num_existing;
 } loader;
 
 static int fail(loader *L, ingot_status st, const char *file, const char *path, const char *fmt, ...)
@@ -165,47 +176,33 @@ static int check_header(loader *L, const char *file, json_t *doc, const char *pa
 
 /* ---- files --------------------------------------------------------------- */
 
-static int read_file(loader *L, const char *path, const char *shown, size_t limit, unsigned char **out,
-                     size_t *size) {
-  *out = NULL;
-  *size = 0;
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return fail(L, INGOT_IO_ERROR, shown, "", "cannot open: %s", strerror(errno));
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    fclose(f);
-    return fail(L, INGOT_IO_ERROR, shown, "", "not a regular file");
-  }
-  if ((uint64_t)st.st_size > limit) {
-    fclose(f);
-    return fail(L, INGOT_LIMIT_EXCEEDED, shown, "", "%lld bytes (allowed: at most %zu bytes)",
-                (long long)st.st_size, limit);
-  }
-  unsigned char *buf = malloc((size_t)st.st_size + 1);
-  if (buf == NULL) {
-    fclose(f);
-    return fail(L, INGOT_OUT_OF_MEMORY, shown, "", "out of memory reading %lld bytes", (long long)st.st_size);
-  }
-  size_t n = fread(buf, 1, (size_t)st.st_size, f);
-  int bad = ferror(f) || n != (size_t)st.st_size;
-  fclose(f);
-  if (bad) {
-    free(buf);
-    return fail(L, INGOT_IO_ERROR, shown, "", "read failed or the file changed while reading");
-  }
-  buf[n] = 0;
-  *out = buf;
-  *size = n;
+/* Reads a regular file (never blocks: see ingot_read_regular_file). */
+static int read_file(loader *L, int at, const char *path, int nofollow, const char *shown, size_t limit,
+                     unsigned char **out, size_t *size) {
+  char msg[256];
+  ingot_status st = ingot_read_regular_file(at, path, nofollow, limit, out, size, msg, sizeof msg);
+  if (st != INGOT_OK) return fail(L, st, shown, "", "%s", msg);
   return 1;
 }
 
-static int sha256_hex_equal(const unsigned char *data, size_t size, const char *hex,
-                            char actual[65]) {
+static int sha256_hex(const unsigned char *data, size_t size, char hex[65]) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  actual[0] = 0;
-  if (EVP_Digest(data, size, md, &len, EVP_sha256(), NULL) != 1 || len != 32) return -1;
-  for (unsigned i = 0; i < 32; ++i) snprintf(actual + 2 * i, 3, "%02x", md[i]);
+  hex[0] = 0;
+  if (EVP_Digest(data, size, md, &len, EVP_sha256(), NULL) != 1 || len != 32) return 0;
+  for (unsigned i = 0; i < 32; ++i) snprintf(hex + 2 * i, 3, "%02x", md[i]);
+  return 1;
+}
+
+static int is_sha256_hex(const char *s) {
+  size_t n = 0;
+  for (; s[n]; ++n)
+    if (!isdigit((unsigned char)s[n]) && !(s[n] >= 'a' && s[n] <= 'f')) return 0;
+  return n == 64;
+}
+
+static int sha256_hex_equal(const unsigned char *data, size_t size, const char *hex, char actual[65]) {
+  if (!sha256_hex(data, size, actual)) return -1;
   return strcmp(actual, hex) == 0;
 }
 
@@ -233,6 +230,19 @@ static int add_entry(loader *L, json_t *doc, const char *file, enum doc_kind kin
                   L->entries[i].kind == DOC_KERNEL
                       ? json_string_value(json_object_get(L->entries[i].doc, "name"))
                       : "");
+  }
+  /* ids are unique across the context too, for every kind (RELIABILITY.md) */
+  for (size_t p = 0; p < L->num_existing; ++p) {
+    const ingot_pack *other = L->existing[p];
+    for (size_t i = 0; i < other->num_ids; ++i) {
+      const doc_entry *e = &other->ids[i];
+      if (strcmp(e->id, id) != 0) continue;
+      return fail(L, INGOT_INVALID_PACK, file, path,
+                  "duplicate id \"%s\" (already the id of %s %s%s%s of open pack %s, %s; allowed: an id no open "
+                  "pack uses)", id, kKindName[e->kind], e->kind == DOC_KERNEL ? "" : e->file,
+                  e->kind == DOC_KERNEL ? json_string_value(json_object_get(e->doc, "name")) : "",
+                  e->kind == DOC_KERNEL ? " in the KDP" : "", other->name, other->dir);
+    }
   }
   char shown[NAME_MAX + 1]; /* file may point into L->entries, which may move */
   ingot_format(shown, sizeof shown, "%s", file);
@@ -269,78 +279,202 @@ static int has_suffix(const char *s, const char *suffix) {
   return n > m && strcmp(s + n - m, suffix) == 0;
 }
 
-static int cmp_names(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
+/* A descriptor file of the folder, as listed and then read. */
+typedef struct pack_file {
+  char *name;
+  enum doc_kind kind;
+  unsigned char *text; /* NULL until read */
+  size_t size;
+  char sha256[65];
+  int recorded; /* named by the KDP's descriptors */
+} pack_file;
+
+static enum doc_kind kind_of(const char *name) {
+  for (int k = 0; k < DOC_KERNEL; ++k)
+    if (has_suffix(name, kKindSuffix[k])) return (enum doc_kind)k;
+  return DOC_KERNEL; /* not a descriptor */
 }
 
-/* Reads and parses every descriptor file of the folder (sorted by name). */
-static int load_documents(loader *L) {
-  DIR *d = opendir(L->dir);
-  if (d == NULL) return fail(L, INGOT_IO_ERROR, L->dir, "", "cannot open the folder: %s", strerror(errno));
-  char **names = NULL;
-  size_t n = 0, cap = 0;
+static int cmp_files(const void *a, const void *b) {
+  return strcmp(((const pack_file *)a)->name, ((const pack_file *)b)->name);
+}
+
+/* Lists the folder's descriptor files and bounds their number, type and sizes
+ * from the directory and lstat alone: nothing is opened or read before the
+ * whole listing passes (a FIFO would block, 40 large files would take GBs). */
+static int list_files(loader *L, DIR *d, pack_file **out, size_t *num) {
+  pack_file *files = NULL;
+  size_t n = 0;
   struct dirent *de;
   int ok = 1;
   while (ok && (de = readdir(d)) != NULL) {
-    int wanted = 0;
-    for (int k = 0; k < DOC_KERNEL; ++k) wanted |= has_suffix(de->d_name, kKindSuffix[k]);
-    if (!wanted) continue;
-    if (n == cap) {
-      cap = cap ? cap * 2 : 16;
-      char **p = realloc(names, cap * sizeof(*p));
+    if (kind_of(de->d_name) == DOC_KERNEL) continue;
+    if (n == INGOT_MAX_DESCRIPTOR_FILES) {
+      ok = fail(L, INGOT_LIMIT_EXCEEDED, L->dir, "",
+                "more than %d descriptor files (allowed: at most %d *.kdp/ued/kmd/udd/umd.json files per pack "
+                "folder)", INGOT_MAX_DESCRIPTOR_FILES, INGOT_MAX_DESCRIPTOR_FILES);
+      break;
+    }
+    if (n % 64 == 0) {
+      pack_file *p = realloc(files, (n + 64) * sizeof(*p));
       if (p == NULL) {
         ok = fail(L, INGOT_OUT_OF_MEMORY, L->dir, "", "out of memory");
         break;
       }
-      names = p;
+      files = p;
     }
-    names[n] = strdup(de->d_name);
-    if (names[n] == NULL) ok = fail(L, INGOT_OUT_OF_MEMORY, L->dir, "", "out of memory");
+    memset(&files[n], 0, sizeof files[n]);
+    files[n].kind = kind_of(de->d_name);
+    if ((files[n].name = strdup(de->d_name)) == NULL) ok = fail(L, INGOT_OUT_OF_MEMORY, L->dir, "", "out of memory");
     else ++n;
   }
-  closedir(d);
-  if (ok) qsort(names, n, sizeof(*names), cmp_names);
+  *out = files;
+  *num = n;
+  if (!ok) return 0;
+  qsort(files, n, sizeof(*files), cmp_files);
+  uint64_t total = 0;
   size_t num_kdp = 0;
-  for (size_t i = 0; ok && i < n; ++i) {
-    enum doc_kind kind = DOC_KDP;
-    for (int k = 0; k < DOC_KERNEL; ++k)
-      if (has_suffix(names[i], kKindSuffix[k])) kind = (enum doc_kind)k;
-    if (kind == DOC_KDP && ++num_kdp > 1) {
-      ok = fail(L, INGOT_INVALID_PACK, names[i], "",
-                "a second *.kdp.json in the folder (allowed: exactly one KDP per pack folder)");
-      break;
-    }
-    char full[PATH_MAX];
-    ingot_format(full, sizeof full, "%s/%s", L->dir, names[i]);
-    unsigned char *text;
-    size_t size;
-    if (!(ok = read_file(L, full, names[i], INGOT_MAX_DESCRIPTOR_BYTES, &text, &size))) break;
-    json_error_t je;
-    json_t *doc = json_loadb((const char *)text, size, JSON_REJECT_DUPLICATES, &je);
-    free(text);
-    if (doc == NULL) {
-      ok = fail(L, INGOT_INVALID_PACK, names[i], "", "line %d column %d: invalid JSON: %s", je.line,
-                je.column, je.text);
-      break;
-    }
-    if (json_array_append_new(L->docs, doc) != 0) {
-      ok = fail(L, INGOT_OUT_OF_MEMORY, names[i], "", "out of memory");
-      break;
-    }
-    if (!json_is_object(doc)) {
-      ok = fail(L, INGOT_INVALID_PACK, names[i], "", "top level is %s (allowed: an object)",
-                ingot_json_type_name(doc));
-      break;
-    }
-    const char *id, *name;
-    if (!(ok = check_header(L, names[i], doc, "", &id, &name))) break;
-    if (!(ok = add_entry(L, doc, names[i], kind, id, "id"))) break;
+  for (size_t i = 0; i < n; ++i) {
+    struct stat st;
+    if (fstatat(dirfd(d), files[i].name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+      return fail(L, INGOT_IO_ERROR, files[i].name, "", "cannot open: %s", strerror(errno));
+    if (!S_ISREG(st.st_mode))
+      return fail(L, INGOT_INVALID_PACK, files[i].name, "", "not a regular file (%s) (allowed: a regular file)",
+                  ingot_file_type_name(st.st_mode));
+    if ((uint64_t)st.st_size > INGOT_MAX_DESCRIPTOR_BYTES)
+      return fail(L, INGOT_LIMIT_EXCEEDED, files[i].name, "", "%lld bytes (allowed: at most %zu bytes)",
+                  (long long)st.st_size, INGOT_MAX_DESCRIPTOR_BYTES);
+    total += (uint64_t)st.st_size;
+    if (files[i].kind == DOC_KDP && ++num_kdp > 1)
+      return fail(L, INGOT_INVALID_PACK, files[i].name, "",
+                  "a second *.kdp.json in the folder (allowed: exactly one KDP per pack folder)");
   }
-  if (ok && num_kdp == 0)
-    ok = fail(L, INGOT_INVALID_PACK, L->dir, "",
-              "no *.kdp.json in the folder (allowed: exactly one KDP; open build/packs/<pack>)");
-  for (size_t i = 0; i < n; ++i) free(names[i]);
-  free(names);
+  if (total > INGOT_MAX_DESCRIPTOR_TOTAL_BYTES)
+    return fail(L, INGOT_LIMIT_EXCEEDED, L->dir, "",
+                "%zu descriptor files of %llu bytes in all (allowed: at most %zu bytes of descriptors per pack "
+                "folder)", n, (unsigned long long)total, INGOT_MAX_DESCRIPTOR_TOTAL_BYTES);
+  if (num_kdp == 0)
+    return fail(L, INGOT_INVALID_PACK, L->dir, "",
+                "no *.kdp.json in the folder (allowed: exactly one KDP; open build/packs/<pack>)");
+  return 1;
+}
+
+/* The detached signature <kdp>.sig over the KDP's exact bytes (pack_signature.c). */
+static int check_signature(loader *L, int at, const pack_file *kdp, const unsigned char *key) {
+  char sig_name[NAME_MAX + 1];
+  ingot_format(sig_name, sizeof sig_name, "%s.sig", kdp->name);
+  struct stat st;
+  if (fstatat(at, sig_name, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
+    return fail(L, INGOT_INVALID_PACK, sig_name, "",
+                "missing: the context requires signed packs (allowed: the %d-byte Ed25519 signature of %s; "
+                "ingot-inspect sign --key KEY.pem PACKDIR writes it)", INGOT_ED25519_SIGNATURE_BYTES, kdp->name);
+  unsigned char *sig;
+  size_t size;
+  if (!read_file(L, at, sig_name, 1, sig_name, INGOT_MAX_SIGNATURE_FILE_BYTES, &sig, &size)) return 0;
+  int ok = 1;
+  if (size != INGOT_ED25519_SIGNATURE_BYTES) {
+    ok = fail(L, INGOT_INVALID_PACK, sig_name, "", "%zu bytes (allowed: exactly %d bytes, a raw Ed25519 signature)",
+              size, INGOT_ED25519_SIGNATURE_BYTES);
+  } else {
+    int v = ingot_ed25519_verify(key, sig, size, kdp->text, kdp->size);
+    if (v < 0) ok = fail(L, INGOT_INTERNAL, sig_name, "", "the signature could not be checked (libcrypto failed)");
+    else if (v == 0)
+      ok = fail(L, INGOT_INVALID_PACK, sig_name, "",
+                "the signature does not verify over %s with the context's public key %02x%02x%02x%02x... (signed "
+                "with another key, or the KDP or the signature changed since; allowed: a signature of this exact "
+                "KDP by the key's owner)", kdp->name, key[0], key[1], key[2], key[3]);
+  }
+  free(sig);
+  return ok;
+}
+
+static int parse_document(loader *L, pack_file *f) {
+  json_error_t je;
+  json_t *doc = json_loadb((const char *)f->text, f->size, JSON_REJECT_DUPLICATES, &je);
+  if (doc == NULL)
+    return fail(L, INGOT_INVALID_PACK, f->name, "", "line %d column %d: invalid JSON: %s", je.line, je.column, je.text);
+  if (json_array_append_new(L->docs, doc) != 0) return fail(L, INGOT_OUT_OF_MEMORY, f->name, "", "out of memory");
+  if (!json_is_object(doc))
+    return fail(L, INGOT_INVALID_PACK, f->name, "", "top level is %s (allowed: an object)", ingot_json_type_name(doc));
+  const char *id, *name;
+  if (!check_header(L, f->name, doc, "", &id, &name)) return 0;
+  if (f->kind == DOC_KDP)
+    for (size_t p = 0; p < L->num_existing; ++p)
+      if (!strcmp(L->existing[p]->id, id))
+        return fail(L, INGOT_INVALID_PACK, f->name, "id", "pack \"%s\" (%s) is already open on this context from %s",
+                    name, id, L->existing[p]->dir);
+  return add_entry(L, doc, f->name, f->kind, id, "id");
+}
+
+/* The packaged KDP records the sha256 of every other descriptor file of its
+ * folder (`descriptors`), so that what the KDP (and its signature) vouches for
+ * is the whole set: no file may differ, be missing, or be added. */
+static int check_descriptor_hashes(loader *L, const pack_file *kdp, json_t *doc, pack_file *files, size_t n) {
+  json_t *rec = get_typed(L, kdp->name, doc, "", "descriptors", JSON_OBJECT,
+                          "an object {descriptor file: sha256}, written by `ingot package`");
+  if (rec == NULL) return 0;
+  const char *key;
+  json_t *v;
+  char path[NAME_MAX + 32];
+  json_object_foreach(rec, key, v) {
+    ingot_format(path, sizeof path, "descriptors.%s", key);
+    size_t i = 0;
+    while (i < n && (files[i].kind == DOC_KDP || strcmp(files[i].name, key) != 0)) ++i;
+    if (i == n)
+      return fail(L, INGOT_INVALID_PACK, kdp->name, path,
+                  "no such descriptor file in the folder (allowed: the folder's descriptor files other than the KDP)");
+    if (!check_string_value(L, kdp->name, path, v)) return 0;
+    if (!is_sha256_hex(json_string_value(v)))
+      return fail(L, INGOT_INVALID_PACK, kdp->name, path, "\"%s\" (allowed: 64 lowercase hex digits)",
+                  json_string_value(v));
+    if (strcmp(json_string_value(v), files[i].sha256) != 0)
+      return fail(L, INGOT_INVALID_PACK, kdp->name, path, "\"%s\" but %s hashes to %s (allowed: the file's sha256)",
+                  json_string_value(v), files[i].name, files[i].sha256);
+    files[i].recorded = 1;
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (files[i].kind != DOC_KDP && !files[i].recorded)
+      return fail(L, INGOT_INVALID_PACK, kdp->name, "descriptors",
+                  "no entry for %s, a descriptor file in the folder (allowed: only the descriptor files the KDP "
+                  "records; remove a file the packaging did not write)", files[i].name);
+  return 1;
+}
+
+/* Lists, reads and parses every descriptor file of the folder: the KDP first
+ * (its signature, then the hashes it records), the others sorted by name. */
+static int load_documents(loader *L, const unsigned char *signing_key) {
+  int fd = open(L->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = fd < 0 ? NULL : fdopendir(fd);
+  if (d == NULL) {
+    if (fd >= 0) close(fd);
+    return fail(L, INGOT_IO_ERROR, L->dir, "", "cannot open the folder: %s", strerror(errno));
+  }
+  pack_file *files = NULL;
+  size_t n = 0, kdp = 0;
+  int ok = list_files(L, d, &files, &n);
+  uint64_t total = 0;
+  for (size_t i = 0; ok && i < n; ++i) {
+    ok = read_file(L, dirfd(d), files[i].name, 1, files[i].name, INGOT_MAX_DESCRIPTOR_BYTES, &files[i].text,
+                   &files[i].size);
+    if (ok && (total += files[i].size) > INGOT_MAX_DESCRIPTOR_TOTAL_BYTES) /* grew since the listing */
+      ok = fail(L, INGOT_LIMIT_EXCEEDED, L->dir, "", "descriptor files of more than %zu bytes in all (allowed: at "
+                "most %zu bytes of descriptors per pack folder)", INGOT_MAX_DESCRIPTOR_TOTAL_BYTES,
+                INGOT_MAX_DESCRIPTOR_TOTAL_BYTES);
+    if (ok && !sha256_hex(files[i].text, files[i].size, files[i].sha256))
+      ok = fail(L, INGOT_INTERNAL, files[i].name, "", "sha256 could not be computed (libcrypto failed)");
+    if (files[i].kind == DOC_KDP) kdp = i;
+  }
+  if (ok && signing_key != NULL) ok = check_signature(L, dirfd(d), &files[kdp], signing_key);
+  closedir(d);
+  if (ok) ok = parse_document(L, &files[kdp]);
+  if (ok) ok = check_descriptor_hashes(L, &files[kdp], L->entries[0].doc, files, n);
+  for (size_t i = 0; ok && i < n; ++i)
+    if (i != kdp) ok = parse_document(L, &files[i]);
+  for (size_t i = 0; i < n; ++i) {
+    free(files[i].name);
+    free(files[i].text);
+  }
+  free(files);
   return ok;
 }
 
@@ -661,7 +795,7 @@ static int relative_path_ok(const char *p) {
 }
 
 static int check_object(loader *L, const char *file, const char *opath, json_t *o, ingot_pack *pack,
-                        ingot_code_object *obj) {
+                        ingot_code_object *obj, const char *spath, const char *const *symbols) {
   const char *rel, *sha;
   char path[600], full[PATH_MAX], real[PATH_MAX];
   if (!json_is_object(o)) return fail(L, INGOT_INVALID_PACK, file, opath, "%s (allowed: an object)", ingot_json_type_name(o));
@@ -682,9 +816,7 @@ static int check_object(loader *L, const char *file, const char *opath, json_t *
   if (obj->path == NULL) return fail(L, INGOT_OUT_OF_MEMORY, file, path, "out of memory");
   if (!get_string(L, file, o, opath, "sha256", &sha)) return 0;
   ingot_format(path, sizeof path, "%s.sha256", opath);
-  int hex_ok = strlen(sha) == 64;
-  for (const char *s = sha; hex_ok && *s; ++s) hex_ok = isdigit((unsigned char)*s) || (*s >= 'a' && *s <= 'f');
-  if (!hex_ok)
+  if (!is_sha256_hex(sha))
     return fail(L, INGOT_INVALID_PACK, file, path, "\"%s\" (allowed: 64 lowercase hex digits)", sha);
   for (int i = 0; i < 32; ++i) {
     unsigned x;
@@ -767,15 +899,70 @@ static int check_object(loader *L, const char *file, const char *opath, json_t *
   size_t size;
   char shown[PATH_MAX + 64];
   ingot_format(shown, sizeof shown, "%s", real);
-  if (!read_file(L, real, shown, INGOT_MAX_CODE_OBJECT_BYTES, &bytes, &size)) return 0;
+  /* the resolved path holds no symbolic link; one swapped in since is refused */
+  if (!read_file(L, AT_FDCWD, real, 1, shown, INGOT_MAX_CODE_OBJECT_BYTES, &bytes, &size)) return 0;
   char actual[65];
   int eq = sha256_hex_equal(bytes, size, sha, actual);
-  free(bytes);
   ingot_format(path, sizeof path, "%s.sha256", opath);
-  if (eq < 0) return fail(L, INGOT_INTERNAL, file, path, "sha256 could not be computed (libcrypto failed)");
-  if (!eq)
+  if (eq <= 0) {
+    free(bytes);
+    if (eq < 0) return fail(L, INGOT_INTERNAL, file, path, "sha256 could not be computed (libcrypto failed)");
     return fail(L, INGOT_INVALID_PACK, file, path, "\"%s\" but %s hashes to %s (allowed: the file's sha256)", sha,
                 rel, actual);
+  }
+  /* The object must define the entry points the KDP names (a consistently
+   * edited KDP could otherwise point a kernel at another kernel's object). */
+  ingot_strbuf why = {0};
+  int missing = -1;
+  int has = ingot_elf_check_entry_points(bytes, size, obj->arch, symbols, pack->num_entry_points, &missing, &why);
+  free(bytes);
+  if (!has) {
+    if (missing >= 0)
+      ingot_format(path, sizeof path, "%s.symbols.%s", spath,
+                   json_string_value(json_array_get(L->entry_points, (size_t)missing)));
+    else
+      ingot_format(path, sizeof path, "%s.path", opath);
+    fail(L, INGOT_INVALID_PACK, file, path, "%s: %s", rel, ingot_strbuf_str(&why));
+    ingot_strbuf_free(&why);
+    return 0;
+  }
+  ingot_strbuf_free(&why);
+  return 1;
+}
+
+/* Metadata the plan (templates/ingot_attention_decode_dispatch.h) would refuse
+ * for every graph is refused here, with the range a plan accepts. */
+static int check_plannable(loader *L, const char *file, const char *kpath, const ingot_kernel *k) {
+  char path[600];
+  const ingot_ad_kernel_meta *m = &k->meta;
+  if (m->head_dim % INGOT_AD_HEAD_DIM_STEP != 0) {
+    ingot_format(path, sizeof path, "%s.metadata.head_dim", kpath);
+    return fail(L, INGOT_INVALID_PACK, file, path, "%d (allowed: a multiple of %d; the plan refuses others)",
+                m->head_dim, INGOT_AD_HEAD_DIM_STEP);
+  }
+  for (size_t o = 0; o < k->num_objects; ++o) {
+    const int wave = ingot_arch_wave_size(k->objects[o].arch);
+    if (wave > 0 && m->waves > INGOT_AD_MAX_BLOCK_THREADS / wave) {
+      ingot_format(path, sizeof path, "%s.metadata.waves", kpath);
+      return fail(L, INGOT_INVALID_PACK, file, path,
+                  "%d (allowed: 1..%d: waves x wave size %d on %s <= %d threads per workgroup)", m->waves,
+                  INGOT_AD_MAX_BLOCK_THREADS / wave, wave, k->objects[o].arch, INGOT_AD_MAX_BLOCK_THREADS);
+    }
+  }
+  /* the merge's grid, group x max_sq rows of head_dim / 32 workgroups, stays below 2^31 */
+  const int64_t merge = (int64_t)m->group * m->max_sq;
+  if (merge > INT32_MAX / (m->head_dim / INGOT_AD_HEAD_DIM_STEP)) {
+    ingot_format(path, sizeof path, "%s.metadata", kpath);
+    return fail(L, INGOT_INVALID_PACK, file, path,
+                "group %d x max_sq %d x head_dim/32 %d passes 2147483647 (allowed: a product below 2^31, the "
+                "merge grid's limit)", m->group, m->max_sq, m->head_dim / INGOT_AD_HEAD_DIM_STEP);
+  }
+  if (m->paged && m->tokens_per_wave > INGOT_AD_MAX_PAGE_SIZE) {
+    ingot_format(path, sizeof path, "%s.metadata.tokens_per_wave", kpath);
+    return fail(L, INGOT_INVALID_PACK, file, path,
+                "%d (allowed: 1..%d for a paged kernel: a page holds a wave's tokens and at most %d)",
+                m->tokens_per_wave, INGOT_AD_MAX_PAGE_SIZE, INGOT_AD_MAX_PAGE_SIZE);
+  }
   return 1;
 }
 
@@ -843,21 +1030,16 @@ static int check_kernel(loader *L, const doc_entry *kdp, json_t *kd, size_t inde
     }
     ingot_code_object *obj = &k->objects[k->num_objects++];
     ingot_format(obj->arch, sizeof obj->arch, "%s", arch);
-    if (!check_object(L, file, opath, o, pack, obj)) return 0;
+    if (!check_object(L, file, opath, o, pack, obj, spath, k->symbols)) return 0;
   }
-  return 1;
+  return check_plannable(L, file, kpath, k);
 }
 
-static int check_kdp(loader *L, const doc_entry *kdp, ingot_pack *pack, ingot_pack *const *existing,
-                     size_t num_existing) {
+static int check_kdp(loader *L, const doc_entry *kdp, ingot_pack *pack) {
   const char *file = kdp->file, *s;
   pack->kdp = kdp->doc;
   pack->id = kdp->id;
   pack->name = json_string_value(json_object_get(kdp->doc, "name"));
-  for (size_t p = 0; p < num_existing; ++p)
-    if (!strcmp(existing[p]->id, pack->id))
-      return fail(L, INGOT_INVALID_PACK, file, "id", "pack \"%s\" (%s) is already open on this context from %s",
-                  pack->name, pack->id, existing[p]->dir);
   /* engine -> UED -> KMD */
   if (!get_string(L, file, kdp->doc, "", "engine", &s)) return 0;
   const doc_entry *ued = resolve(L, file, "engine", s, DOC_UED), *kmd = NULL;
@@ -912,16 +1094,6 @@ static int check_kdp(loader *L, const doc_entry *kdp, ingot_pack *pack, ingot_pa
     pack->num_kernels = i + 1;
     if (!check_kernel(L, kdp, json_array_get(kds, i), i, pack, k)) return 0;
   }
-  /* kernel ids must not repeat those of packs already open */
-  for (size_t p = 0; p < num_existing; ++p)
-    for (size_t j = 0; j < existing[p]->num_kernels; ++j)
-      for (i = 0; i < n; ++i)
-        if (!strcmp(existing[p]->kernels[j].id, pack->kernels[i].id)) {
-          char path[64];
-          ingot_format(path, sizeof path, "kernelDescriptors[%zu].id", i);
-          return fail(L, INGOT_INVALID_PACK, file, path, "duplicate id \"%s\" (already kernel %s of open pack %s)",
-                      pack->kernels[i].id, existing[p]->kernels[j].name, existing[p]->name);
-        }
   return 1;
 }
 
@@ -941,15 +1113,18 @@ void ingot_pack_free(ingot_pack *pack, const ingot_backend_ops *ops, ingot_backe
   free(pack->umds);
   free(pack->dir);
   free(pack->kdp_file);
+  free(pack->ids);
   json_decref(pack->docs);
   free(pack);
 }
 
 ingot_status ingot_pack_load(const char *pack_dir, ingot_pack *const *existing, size_t num_existing,
-                             ingot_pack **out, ingot_strbuf *err) {
+                             const unsigned char *signing_key, ingot_pack **out, ingot_strbuf *err) {
   *out = NULL;
   loader L = {0};
   L.err = err;
+  L.existing = existing;
+  L.num_existing = num_existing;
   char real[PATH_MAX];
   if (realpath(pack_dir, real) == NULL) {
     ingot_strbuf_appendf(err, "%s: cannot open the pack folder: %s", pack_dir, strerror(errno));
@@ -971,7 +1146,7 @@ ingot_status ingot_pack_load(const char *pack_dir, ingot_pack *const *existing, 
   }
   pack->docs = L.docs;
   L.dir = pack->dir;
-  int ok = load_documents(&L);
+  int ok = load_documents(&L, signing_key);
   /* every UMD first (kernels and the KDP point at them) */
   size_t num_umd = 0;
   for (size_t i = 0; ok && i < L.num_entries; ++i) num_umd += L.entries[i].kind == DOC_UMD;
@@ -999,9 +1174,10 @@ ingot_status ingot_pack_load(const char *pack_dir, ingot_pack *const *existing, 
   }
   if (ok) {
     doc_entry kdp_entry = *kdp; /* L.entries moves as the kernels add their ids */
-    ok = check_kdp(&L, &kdp_entry, pack, existing, num_existing);
+    ok = check_kdp(&L, &kdp_entry, pack);
   }
-  free(L.entries);
+  pack->ids = L.entries; /* later packs check their ids against these */
+  pack->num_ids = L.num_entries;
   free(L.kmd_fields);
   if (!ok) {
     ingot_pack_free(pack, NULL, NULL);

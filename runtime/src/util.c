@@ -1,7 +1,13 @@
-/* util.c: status strings, the version, growable strings, arch facts. */
+/* util.c: status strings, the version, growable strings, arch facts, and
+ * reading a pack's files without ever blocking on one. */
+#define _XOPEN_SOURCE 700
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -117,4 +123,81 @@ const char *ingot_json_type_name(json_t *v) {
   case JSON_NULL: return "null";
   }
   return "?";
+}
+
+const char *ingot_file_type_name(unsigned mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a file";
+}
+
+/* The type is checked twice: by lstat/stat before the open, so that a FIFO or a
+ * device is never opened at all (opening a tape or a tty can act), and by
+ * fstat on the descriptor, because the name may have been replaced in between;
+ * O_NONBLOCK makes that second window harmless too (a FIFO open returns at
+ * once). */
+ingot_status ingot_read_regular_file(int at, const char *path, int nofollow, size_t limit, unsigned char **out,
+                                     size_t *size, char *msg, size_t msg_size) {
+  *out = NULL;
+  *size = 0;
+  struct stat st;
+  if (fstatat(at, path, &st, nofollow ? AT_SYMLINK_NOFOLLOW : 0) != 0) {
+    ingot_format(msg, msg_size, "cannot open: %s", strerror(errno));
+    return INGOT_IO_ERROR;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ingot_format(msg, msg_size, "not a regular file (%s) (allowed: a regular file)", ingot_file_type_name(st.st_mode));
+    return INGOT_INVALID_PACK;
+  }
+  int fd = openat(at, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
+  if (fd < 0) {
+    if (errno == ELOOP) {
+      ingot_format(msg, msg_size, "not a regular file (a symbolic link) (allowed: a regular file)");
+      return INGOT_INVALID_PACK;
+    }
+    ingot_format(msg, msg_size, "cannot open: %s", strerror(errno));
+    return INGOT_IO_ERROR;
+  }
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ingot_format(msg, msg_size, "not a regular file (%s) (allowed: a regular file)", ingot_file_type_name(st.st_mode));
+    close(fd);
+    return INGOT_INVALID_PACK;
+  }
+  if (st.st_size < 0 || (uint64_t)st.st_size > limit) {
+    ingot_format(msg, msg_size, "%lld bytes (allowed: at most %zu bytes)", (long long)st.st_size, limit);
+    close(fd);
+    return INGOT_LIMIT_EXCEEDED;
+  }
+  unsigned char *buf = malloc((size_t)st.st_size + 1);
+  if (buf == NULL) {
+    ingot_format(msg, msg_size, "out of memory reading %lld bytes", (long long)st.st_size);
+    close(fd);
+    return INGOT_OUT_OF_MEMORY;
+  }
+  /* One byte more than the size: a file that grew since fstat is noticed. */
+  size_t want = (size_t)st.st_size + 1, n = 0;
+  while (n < want) {
+    ssize_t r = read(fd, buf + n, want - n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      if (r < 0) n = want + 1; /* read error */
+      break;
+    }
+    n += (size_t)r;
+  }
+  close(fd);
+  if (n != (size_t)st.st_size) {
+    free(buf);
+    ingot_format(msg, msg_size, "read failed or the file changed while reading");
+    return INGOT_IO_ERROR;
+  }
+  buf[n] = 0;
+  *out = buf;
+  *size = n;
+  return INGOT_OK;
 }

@@ -7,18 +7,26 @@
  *                                                         or every decline (exit 1)
  *   ingot-inspect run GRAPH.json PACKDIR... [--seed N]    execute on CUDA device 0
  *                                                         against the CPU reference
+ *   ingot-inspect sign --key PRIVATE.pem PACKDIR          writes <pack>.kdp.json.sig,
+ *                                                         the Ed25519 signature of the KDP
+ *   ingot-inspect verify --key PUBLIC.pem PACKDIR...      opens the packs requiring it
  * Exit: 0 ok, 1 no match / mismatch, 2 bad input or error, 77 no driver (run).
  * The CUDA memory calls `run` needs come from a small dlopen of libcuda.so.1
  * here; they are inspect-only and not part of the backend vtable. */
 #define _XOPEN_SOURCE 700
+#include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 
 #include "ingot/ingot.h"
 #include "internal.h"
@@ -35,7 +43,9 @@ static int usage(void) {
   fprintf(stderr,
           "usage: ingot-inspect census PACKDIR...\n"
           "       ingot-inspect match GRAPH.json PACKDIR... [--arch ARCH]\n"
-          "       ingot-inspect run GRAPH.json PACKDIR... [--seed N]\n");
+          "       ingot-inspect run GRAPH.json PACKDIR... [--seed N]\n"
+          "       ingot-inspect sign --key PRIVATE.pem PACKDIR\n"
+          "       ingot-inspect verify --key PUBLIC.pem PACKDIR...\n");
   return EXIT_ERROR;
 }
 
@@ -129,9 +139,11 @@ static int cmd_census(int argc, char **argv) {
   }
   printf("census: %zu packs, %zu kernels, %zu code objects\n", ctx->num_packs, ingot_context_kernel_count(ctx),
          objects);
-  printf("limits: %d kernels per pack, descriptors <= %zu bytes, code objects <= %zu bytes\n",
-         INGOT_MAX_KERNELS_PER_PACK, INGOT_MAX_DESCRIPTOR_BYTES, INGOT_MAX_CODE_OBJECT_BYTES);
-  printf("all packs verified (schema, references, sha256, signatures)\n");
+  printf("limits: %d kernels per pack, descriptors <= %zu bytes each and %d files, %zu bytes per pack, code "
+         "objects <= %zu bytes\n", INGOT_MAX_KERNELS_PER_PACK, INGOT_MAX_DESCRIPTOR_BYTES, INGOT_MAX_DESCRIPTOR_FILES,
+         INGOT_MAX_DESCRIPTOR_TOTAL_BYTES, INGOT_MAX_CODE_OBJECT_BYTES);
+  printf("all packs verified (schema, references, sha256 of descriptors and code objects, kernarg signatures, "
+         "entry-point symbols)\n");
   ingot_context_destroy(ctx);
   return 0;
 }
@@ -455,8 +467,117 @@ static int cmd_run(int argc, char **argv) {
 }
 #endif
 
+/* ---- sign / verify -------------------------------------------------------------------- */
+
+/* The pack folder's one *.kdp.json, as "DIR/NAME" in out. */
+static int find_kdp(const char *dir, char *out, size_t size) {
+  DIR *d = opendir(dir);
+  if (d == NULL) {
+    fprintf(stderr, "%s: cannot open the folder\n", dir);
+    return 0;
+  }
+  int found = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    size_t n = strlen(de->d_name);
+    if (n > 9 && !strcmp(de->d_name + n - 9, ".kdp.json")) {
+      ++found;
+      snprintf(out, size, "%s/%s", dir, de->d_name);
+    }
+  }
+  closedir(d);
+  if (found != 1) fprintf(stderr, "%s: %d *.kdp.json files (allowed: exactly one, a packaged pack folder)\n", dir, found);
+  return found == 1;
+}
+
+static EVP_PKEY *read_key(const char *path, int private_key) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    fprintf(stderr, "%s: cannot open\n", path);
+    return NULL;
+  }
+  EVP_PKEY *k = private_key ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : PEM_read_PUBKEY(f, NULL, NULL, NULL);
+  fclose(f);
+  if (k == NULL || EVP_PKEY_get_id(k) != EVP_PKEY_ED25519) {
+    fprintf(stderr, "%s: not a PEM Ed25519 %s key (allowed: openssl genpkey -algorithm ed25519 -out KEY.pem%s)\n",
+            path, private_key ? "private" : "public", private_key ? "" : "; openssl pkey -in KEY.pem -pubout");
+    EVP_PKEY_free(k);
+    return NULL;
+  }
+  return k;
+}
+
+/* Signs the KDP's exact bytes; the folder must verify first, so that a broken
+ * pack is never vouched for. The .sig is written beside it and renamed into place. */
+static int cmd_sign(int argc, char **argv) {
+  const char *key_path = NULL;
+  if (!take_option(&argc, argv, "--key", &key_path) || key_path == NULL || argc != 1) return usage();
+  char kdp[4096], sig_path[4200], tmp[4300];
+  if (!find_kdp(argv[0], kdp, sizeof kdp)) return EXIT_ERROR;
+  ingot_context *ctx;
+  if (ingot_context_create_host(NULL, &ctx) != INGOT_OK) return EXIT_ERROR;
+  int opened = open_packs(ctx, argv, 1);
+  ingot_context_destroy(ctx);
+  if (!opened) return EXIT_ERROR;
+  EVP_PKEY *key = read_key(key_path, 1);
+  if (key == NULL) return EXIT_ERROR;
+  unsigned char *data = NULL, sig[INGOT_ED25519_SIGNATURE_BYTES];
+  size_t size = 0, sig_len = sizeof sig;
+  char msg[256];
+  int rc = EXIT_ERROR;
+  EVP_MD_CTX *md = EVP_MD_CTX_new();
+  if (ingot_read_regular_file(AT_FDCWD, kdp, 1, INGOT_MAX_DESCRIPTOR_BYTES, &data, &size, msg, sizeof msg) != INGOT_OK) {
+    fprintf(stderr, "%s: %s\n", kdp, msg);
+  } else if (md == NULL || EVP_DigestSignInit(md, NULL, NULL, NULL, key) != 1 ||
+             EVP_DigestSign(md, sig, &sig_len, data, size) != 1 || sig_len != sizeof sig) {
+    fprintf(stderr, "%s: signing failed (libcrypto)\n", kdp);
+  } else {
+    snprintf(sig_path, sizeof sig_path, "%s.sig", kdp);
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", sig_path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    int ok = f != NULL && fwrite(sig, 1, sig_len, f) == sig_len;
+    if (f != NULL && fclose(f) != 0) ok = 0;
+    if (ok && rename(tmp, sig_path) == 0) {
+      printf("%s: Ed25519 signature of %s (it pins every descriptor and code object by sha256)\n", sig_path, kdp);
+      rc = 0;
+    } else {
+      fprintf(stderr, "%s: cannot write the signature\n", sig_path);
+      remove(tmp);
+    }
+  }
+  EVP_MD_CTX_free(md);
+  free(data);
+  EVP_PKEY_free(key);
+  return rc;
+}
+
+static int cmd_verify(int argc, char **argv) {
+  const char *key_path = NULL;
+  if (!take_option(&argc, argv, "--key", &key_path) || key_path == NULL || argc < 1) return usage();
+  EVP_PKEY *key = read_key(key_path, 0);
+  if (key == NULL) return EXIT_ERROR;
+  unsigned char raw[INGOT_ED25519_KEY_BYTES];
+  size_t len = sizeof raw;
+  int got = EVP_PKEY_get_raw_public_key(key, raw, &len) == 1 && len == sizeof raw;
+  EVP_PKEY_free(key);
+  if (!got) {
+    fprintf(stderr, "%s: the raw public key could not be read\n", key_path);
+    return EXIT_ERROR;
+  }
+  ingot_context *ctx;
+  if (ingot_context_create_host(NULL, &ctx) != INGOT_OK) return EXIT_ERROR;
+  int rc = EXIT_ERROR;
+  if (ingot_context_require_signature(ctx, raw, len) != INGOT_OK) fprintf(stderr, "%s\n", ingot_context_last_error(ctx));
+  else if (open_packs(ctx, argv, argc)) rc = 0;
+  for (int i = 0; rc == 0 && i < argc; ++i) printf("%s: signature verified\n", argv[i]);
+  ingot_context_destroy(ctx);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return usage();
+  if (!strcmp(argv[1], "sign")) return cmd_sign(argc - 2, argv + 2);
+  if (!strcmp(argv[1], "verify")) return cmd_verify(argc - 2, argv + 2);
   if (!strcmp(argv[1], "census")) return cmd_census(argc - 2, argv + 2);
   if (!strcmp(argv[1], "match")) return cmd_match(argc - 2, argv + 2);
   if (!strcmp(argv[1], "run")) return cmd_run(argc - 2, argv + 2);

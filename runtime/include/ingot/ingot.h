@@ -74,8 +74,10 @@ INGOT_API const char *ingot_context_arch(const ingot_context *ctx);
 INGOT_API int ingot_context_compute_units(const ingot_context *ctx);
 
 /* Opens a packaged pack folder (build/packs/<pack>/): parses and verifies every
- * descriptor, the cross-references, each code object's sha256 and kernarg
- * signature, before any driver call. Several packs may be opened on one context. */
+ * descriptor (each against the sha256 the KDP records), the cross-references,
+ * each code object's sha256, kernarg signature and entry-point symbols, before
+ * any driver call. Several packs may be opened on one context; no id of one may
+ * repeat an id of another. A refused pack leaves the context as it was. */
 INGOT_API ingot_status ingot_context_open_pack(ingot_context *ctx, const char *pack_dir);
 INGOT_API size_t ingot_context_kernel_count(const ingot_context *ctx);
 
@@ -87,6 +89,19 @@ typedef enum ingot_dtype {
   INGOT_DTYPE_FP16 = 2,
   INGOT_DTYPE_FP32 = 3,
   INGOT_DTYPE_INT32 = 4,
+/* ---- signed packs ----------------------------------------------------------- */
+
+/* Every later ingot_context_open_pack on ctx requires the pack's detached
+ * Ed25519 signature: <pack>.kdp.json.sig beside the KDP, the 64 raw bytes of a
+ * signature over the KDP file's exact bytes (`ingot-inspect sign` writes it),
+ * verifying with this raw 32-byte public key. An unsigned pack, another key's
+ * signature, a changed KDP or a malformed .sig is INGOT_INVALID_PACK. The KDP
+ * pins every other descriptor and every code object by sha256, so the
+ * signature covers the whole pack. Packs already open are not re-checked; a
+ * second call replaces the key. */
+INGOT_API ingot_status ingot_context_require_signature(ingot_context *ctx, const unsigned char *ed25519_public_key,
+                                                       size_t key_len);
+
   INGOT_DTYPE_INT64 = 5
 } ingot_dtype;
 
