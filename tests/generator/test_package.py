@@ -217,6 +217,19 @@ class PackagePackTest(unittest.TestCase):
             for k in sm90_only:
                 self.assertEqual(sorted(k["kernel_source"]["objects"]), ["sm_90"])
 
+    def test_the_kdp_records_every_other_descriptor_by_sha256(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, out, stderr = package_with_fake_objects(GENERATED, tmp, archs=["gfx942"])
+            self.assertEqual((rc, stderr), (0, ""))
+            with open(os.path.join(out, "attention_decode.kdp.json"), encoding="utf-8") as f:
+                recorded = json.load(f)["descriptors"]
+            files = sorted(n for n in os.listdir(out) if n.endswith(".json") and n != "attention_decode.kdp.json")
+            self.assertEqual(sorted(recorded), files)  # every file, and only those: a left-out UMD is not recorded
+            self.assertEqual(len(files), 3 + 49)  # UED, KMD, UDD; 48 kernel UMDs and the graph UMD
+            for name in files:
+                with open(os.path.join(out, name), "rb") as f:
+                    self.assertEqual(recorded[name], hashlib.sha256(f.read()).hexdigest(), name)
+
     def test_a_kernel_with_none_of_the_packaged_archs_leaves_the_pack(self):
         with tempfile.TemporaryDirectory() as tmp:
             rc, out, stderr = package_with_fake_objects(GENERATED, tmp, archs=["gfx942"])
