@@ -69,6 +69,43 @@ static ingot_status dim_equal(const char *what, int64_t got, int64_t want, const
   return INGOT_INVALID_ARGUMENT;
 }
 
+/* An output must give every index tuple its own element, or two workgroups
+ * write one element and the result depends on their order. The standard
+ * test: sort the dims of extent > 1 by stride; each stride must reach past
+ * the span of the dims below it (stride >= previous stride x previous
+ * extent). A product past int64 cannot be reached by any stride, so it is an
+ * overlap too. The test is sufficient, not necessary: a few interleaved
+ * layouts that do not overlap are refused as well, none of them dense_d. */
+static ingot_status check_no_overlap(const ingot_tensor_desc *t, const char *name, char *err, size_t err_size) {
+  int order[INGOT_MAX_RANK], n = 0;
+  for (int i = 0; i < t->rank; ++i)
+    if (t->dims[i] > 1) order[n++] = i;
+  for (int i = 1; i < n; ++i) /* insertion sort by stride: at most 4 entries */
+    for (int j = i; j > 0 && t->strides[order[j]] < t->strides[order[j - 1]]; --j) {
+      const int x = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = x;
+    }
+  for (int i = 1; i < n; ++i) {
+    int64_t span;
+    const int a = order[i - 1], b = order[i];
+    if (!__builtin_mul_overflow(t->strides[a], t->dims[a], &span) && t->strides[b] >= span) continue;
+    char dims[128] = "", strides[128] = "";
+    for (int d = 0; d < t->rank; ++d) {
+      size_t ld = strlen(dims), ls = strlen(strides);
+      ingot_format(dims + ld, sizeof dims - ld, "%s%lld", d ? "," : "", (long long)t->dims[d]);
+      ingot_format(strides + ls, sizeof strides - ls, "%s%lld", d ? "," : "", (long long)t->strides[d]);
+    }
+    ingot_format(err, err_size,
+                 "graph: %s strides [%s] with dims [%s] overlap: dim %d's stride %lld is below dim %d's "
+                 "span %lld x %lld (allowed: strides that map every element to its own offset)",
+                 name, strides, dims, b, (long long)t->strides[b], a, (long long)t->strides[a],
+                 (long long)t->dims[a]);
+    return INGOT_INVALID_ARGUMENT;
+  }
+  return INGOT_OK;
+}
+
 #define TRY(x)                                                                                     \
   do {                                                                                             \
     ingot_status s_ = (x);                                                                         \
@@ -118,6 +155,7 @@ ingot_status ingot_graph_validate(const ingot_attention_graph *g, char *err, siz
   static const char *const kVDims[4] = {"v.dims[0]", "v.dims[1]", "v.dims[2]", "v.dims[3]"};
   for (int i = 0; i < 4; ++i)
     TRY(dim_equal(kVDims[i], g->v.dims[i], g->k.dims[i], "same dim of k", err, err_size));
+  TRY(check_no_overlap(&g->o, "o", err, err_size));
   TRY(dim_equal("k.dims[3]", g->k.dims[3], D, kQDims[3], err, err_size));
   TRY(dim_equal("seq_lens.dims[0]", g->seq_lens.dims[0], B, kQDims[0], err, err_size));
   if (Hq > INT32_MAX || Hkv > INT32_MAX || Sq > INT32_MAX || D > INT32_MAX || B > INT32_MAX) {
@@ -156,6 +194,7 @@ ingot_status ingot_graph_validate(const ingot_attention_graph *g, char *err, siz
       static const char *const kL[3] = {"lse.dims[0]", "lse.dims[1]", "lse.dims[2]"};
       TRY(dim_equal(kL[i], g->lse.dims[i], g->q.dims[i], kQDims[i], err, err_size));
     }
+    TRY(check_no_overlap(&g->lse, "lse", err, err_size));
   }
   return INGOT_OK;
 }
@@ -167,17 +206,19 @@ static const struct {
   ingot_field_type type;
 } kFields[] = {
     {"dtype", INGOT_FIELD_STRING},          {"kv_dtype", INGOT_FIELD_STRING},
-    {"o_dtype", INGOT_FIELD_STRING},        {"batch", INGOT_FIELD_INT},
-    {"num_q_heads", INGOT_FIELD_INT},       {"num_kv_heads", INGOT_FIELD_INT},
-    {"heads", INGOT_FIELD_INT_PAIR},        {"group", INGOT_FIELD_INT},
-    {"seq_q", INGOT_FIELD_INT},             {"head_dim", INGOT_FIELD_INT},
-    {"capacity", INGOT_FIELD_INT},          {"kv_layout", INGOT_FIELD_STRING},
-    {"page_size", INGOT_FIELD_INT},         {"mask", INGOT_FIELD_STRING},
-    {"mask_align", INGOT_FIELD_STRING},     {"lse", INGOT_FIELD_BOOL},
+    {"v_dtype", INGOT_FIELD_STRING},        {"o_dtype", INGOT_FIELD_STRING},
+    {"batch", INGOT_FIELD_INT},             {"num_q_heads", INGOT_FIELD_INT},
+    {"num_kv_heads", INGOT_FIELD_INT},      {"heads", INGOT_FIELD_INT_PAIR},
+    {"group", INGOT_FIELD_INT},             {"seq_q", INGOT_FIELD_INT},
+    {"head_dim", INGOT_FIELD_INT},          {"capacity", INGOT_FIELD_INT},
+    {"kv_layout", INGOT_FIELD_STRING},      {"page_size", INGOT_FIELD_INT},
+    {"mask", INGOT_FIELD_STRING},           {"mask_align", INGOT_FIELD_STRING},
+    {"lse", INGOT_FIELD_BOOL},              {"lse.dtype", INGOT_FIELD_STRING},
     {"seq_lens.dtype", INGOT_FIELD_STRING}, {"seq_lens.memory", INGOT_FIELD_STRING},
-    {"q.layout", INGOT_FIELD_STRING},       {"k.layout", INGOT_FIELD_STRING},
-    {"v.layout", INGOT_FIELD_STRING},       {"o.layout", INGOT_FIELD_STRING},
-    {"lse.layout", INGOT_FIELD_STRING},
+    {"seq_lens.layout", INGOT_FIELD_STRING}, {"page_table.dtype", INGOT_FIELD_STRING},
+    {"page_table.layout", INGOT_FIELD_STRING}, {"q.layout", INGOT_FIELD_STRING},
+    {"k.layout", INGOT_FIELD_STRING},       {"v.layout", INGOT_FIELD_STRING},
+    {"o.layout", INGOT_FIELD_STRING},       {"lse.layout", INGOT_FIELD_STRING},
 };
 #define NUM_FIELDS (sizeof(kFields) / sizeof(kFields[0]))
 
@@ -188,9 +229,10 @@ ingot_field_type ingot_graph_field_type(const char *field) {
 }
 
 const char *ingot_graph_field_names(void) {
-  return "dtype, kv_dtype, o_dtype, batch, num_q_heads, num_kv_heads, heads, group, seq_q, "
-         "head_dim, capacity, kv_layout, page_size, mask, mask_align, lse, seq_lens.dtype, "
-         "seq_lens.memory, q.layout, k.layout, v.layout, o.layout, lse.layout";
+  return "dtype, kv_dtype, v_dtype, o_dtype, batch, num_q_heads, num_kv_heads, heads, group, seq_q, "
+         "head_dim, capacity, kv_layout, page_size, mask, mask_align, lse, lse.dtype, seq_lens.dtype, "
+         "seq_lens.memory, seq_lens.layout, page_table.dtype, page_table.layout, q.layout, k.layout, "
+         "v.layout, o.layout, lse.layout";
 }
 
 /* "dense_d": last dim stride 1 and every other stride a multiple of 8
@@ -202,7 +244,10 @@ static const char *dense_layout(const ingot_tensor_desc *t) {
   return "dense_d";
 }
 
-static const char *lse_layout(const ingot_tensor_desc *t) {
+/* "contiguous": row-major without gaps (dims of extent 1 take any stride);
+ * "absent" for rank 0. Used for lse and seq_lens, which the kernels index as
+ * one flat array. */
+static const char *flat_layout(const ingot_tensor_desc *t) {
   if (t->rank == 0) return "absent";
   /* The running product of dims can pass int64 (dims [2^21, 2^21, 2^21] pass
    * check_tensor); past that, no stride can equal it. */
@@ -215,10 +260,24 @@ static const char *lse_layout(const ingot_tensor_desc *t) {
   return "contiguous";
 }
 
+/* The kernels read a sequence's page-table row as adjacent int32 entries and
+ * step between rows by strides[0]: "dense_rows" when the last stride is 1 (or
+ * the rows hold one entry), "absent" for rank 0. */
+static const char *rows_layout(const ingot_tensor_desc *t) {
+  if (t->rank == 0) return "absent";
+  return t->strides[t->rank - 1] == 1 || t->dims[t->rank - 1] == 1 ? "dense_rows" : "strided";
+}
+
+/* A tensor's dtype, "absent" when the graph leaves it out (rank 0). */
+static const char *optional_dtype(const ingot_tensor_desc *t) {
+  return t->rank == 0 ? "absent" : dtype_name(t->dtype);
+}
+
 json_t *ingot_graph_field(const ingot_attention_graph *g, const char *f) {
   const int64_t Hq = g->q.dims[1], Hkv = g->k.dims[2];
   if (!strcmp(f, "dtype")) return json_string(dtype_name(g->q.dtype));
   if (!strcmp(f, "kv_dtype")) return json_string(dtype_name(g->k.dtype));
+  if (!strcmp(f, "v_dtype")) return json_string(dtype_name(g->v.dtype));
   if (!strcmp(f, "o_dtype")) return json_string(dtype_name(g->o.dtype));
   if (!strcmp(f, "batch")) return json_integer(g->q.dims[0]);
   if (!strcmp(f, "num_q_heads")) return json_integer(Hq);
@@ -236,13 +295,17 @@ json_t *ingot_graph_field(const ingot_attention_graph *g, const char *f) {
   if (!strcmp(f, "mask_align"))
     return json_string(g->mask_align == INGOT_ALIGN_TOP_LEFT ? "top_left" : "bottom_right");
   if (!strcmp(f, "lse")) return json_boolean(g->lse.rank != 0);
+  if (!strcmp(f, "lse.dtype")) return json_string(optional_dtype(&g->lse));
   if (!strcmp(f, "seq_lens.dtype")) return json_string(dtype_name(g->seq_lens.dtype));
   if (!strcmp(f, "seq_lens.memory"))
     return json_string(g->seq_lens.memory == INGOT_MEMORY_HOST ? "host" : "device");
+  if (!strcmp(f, "seq_lens.layout")) return json_string(flat_layout(&g->seq_lens));
+  if (!strcmp(f, "page_table.dtype")) return json_string(optional_dtype(&g->page_table));
+  if (!strcmp(f, "page_table.layout")) return json_string(rows_layout(&g->page_table));
   if (!strcmp(f, "q.layout")) return json_string(dense_layout(&g->q));
   if (!strcmp(f, "k.layout")) return json_string(dense_layout(&g->k));
   if (!strcmp(f, "v.layout")) return json_string(dense_layout(&g->v));
   if (!strcmp(f, "o.layout")) return json_string(dense_layout(&g->o));
-  if (!strcmp(f, "lse.layout")) return json_string(lse_layout(&g->lse));
+  if (!strcmp(f, "lse.layout")) return json_string(flat_layout(&g->lse));
   return NULL;
 }

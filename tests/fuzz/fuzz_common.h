@@ -182,6 +182,116 @@ static inline void fz_decode_graph(fz_reader *r, ingot_attention_graph *g) {
   }
 }
 
+/* ---- what the kernels rely on (templates/ingot_attention_decode.h) ------- */
+
+/* Two index tuples of t reach one element offset, by the sorted-stride test
+ * (dims of extent > 1 by stride, each stride >= the span below it), in 128
+ * bits: independent of graph.c's int64 version. */
+static inline int fz_overlaps(const ingot_tensor_desc *t) {
+  int order[INGOT_MAX_RANK], n = 0;
+  for (int i = 0; i < t->rank && i < INGOT_MAX_RANK; ++i)
+    if (t->dims[i] > 1) order[n++] = i;
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j)
+      if (t->strides[order[j]] < t->strides[order[i]]) {
+        const int x = order[i];
+        order[i] = order[j];
+        order[j] = x;
+      }
+  for (int i = 1; i < n; ++i)
+    if ((__int128)t->strides[order[i]] < (__int128)t->strides[order[i - 1]] * t->dims[order[i - 1]]) return 1;
+  return 0;
+}
+
+static inline int fz_cmp_i64(const void *a, const void *b) {
+  const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The ground truth for small tensors (at most 2^14 elements): every element
+ * offset computed and compared. 1 unique, 0 a repeat, -1 too large to tell. */
+static inline int fz_offsets_unique(const ingot_tensor_desc *t) {
+  enum { kMax = 1 << 14 };
+  int64_t count = 1;
+  for (int i = 0; i < t->rank; ++i) {
+    if (t->dims[i] < 1 || t->dims[i] > kMax) return -1;
+    count *= t->dims[i];
+    if (count > kMax) return -1;
+  }
+  static int64_t offs[kMax];
+  for (int64_t e = 0; e < count; ++e) {
+    int64_t rest = e, off = 0;
+    for (int i = t->rank - 1; i >= 0; --i) {
+      off += (rest % t->dims[i]) * t->strides[i]; /* fits: the graph's last offset fits int64 */
+      rest /= t->dims[i];
+    }
+    offs[e] = off;
+  }
+  qsort(offs, (size_t)count, sizeof offs[0], fz_cmp_i64);
+  for (int64_t e = 1; e < count; ++e)
+    if (offs[e] == offs[e - 1]) return 0;
+  return 1;
+}
+
+/* A graph that passed ingot_graph_validate: its outputs do not overlap, and
+ * small ones are checked element by element (soundness of the test). */
+static inline void fz_check_outputs_distinct(const ingot_attention_graph *g) {
+  FZ_REQUIRE(!fz_overlaps(&g->o), "o strides overlap, yet the graph was accepted");
+  FZ_REQUIRE(fz_offsets_unique(&g->o) != 0, "two elements of o share an offset, yet the graph was accepted");
+  if (g->lse.rank != 0) {
+    FZ_REQUIRE(!fz_overlaps(&g->lse), "lse strides overlap, yet the graph was accepted");
+    FZ_REQUIRE(fz_offsets_unique(&g->lse) != 0, "two elements of lse share an offset, yet the graph was accepted");
+  }
+}
+
+static inline int fz_dense_d(const ingot_tensor_desc *t) {
+  if (t->rank != 4 || t->strides[3] != 1) return 0;
+  for (int i = 0; i < 3; ++i)
+    if (t->strides[i] % 8 != 0) return 0;
+  return 1;
+}
+
+/* Flat row-major (extent-1 dims take any stride): how the kernels index lse and seq_lens. */
+static inline int fz_flat(const ingot_tensor_desc *t) {
+  __int128 expect = 1;
+  for (int i = t->rank - 1; i >= 0; --i) {
+    if (t->dims[i] > 1 && (__int128)t->strides[i] != expect) return 0;
+    expect *= t->dims[i];
+  }
+  return 1;
+}
+
+/* Every input a kernel of metadata m reads or writes, as it reads or writes it,
+ * for a graph libingot planned on that kernel: dtypes, layouts, memory, and
+ * outputs that do not overlap. A graph that reaches a plan without meeting
+ * them is a matcher hole. */
+static inline void fz_check_kernel_inputs(const ingot_ad_kernel_meta *m, const ingot_attention_graph *g) {
+  const ingot_tensor_desc *qkvo[4] = {&g->q, &g->k, &g->v, &g->o};
+  for (int i = 0; i < 4; ++i) {
+    FZ_REQUIRE((int)qkvo[i]->dtype == m->dtype, "tensor %d (q k v o) dtype %d, the kernel's %d", i,
+               (int)qkvo[i]->dtype, m->dtype);
+    FZ_REQUIRE(fz_dense_d(qkvo[i]) && qkvo[i]->memory == INGOT_MEMORY_DEVICE,
+               "tensor %d (q k v o) not dense_d in device memory", i);
+  }
+  FZ_REQUIRE(g->lse.rank == 0 || (g->lse.dtype == INGOT_DTYPE_FP32 && g->lse.memory == INGOT_MEMORY_DEVICE &&
+                                  fz_flat(&g->lse)),
+             "lse dtype %d, memory %d: the kernels write fp32 at a flat index", (int)g->lse.dtype,
+             (int)g->lse.memory);
+  FZ_REQUIRE(g->seq_lens.rank == 1 && g->seq_lens.dtype == INGOT_DTYPE_INT32 &&
+                 g->seq_lens.memory == INGOT_MEMORY_DEVICE && fz_flat(&g->seq_lens),
+             "seq_lens dtype %d memory %d stride %lld: the kernels read int32 lengths[b]", (int)g->seq_lens.dtype,
+             (int)g->seq_lens.memory, (long long)g->seq_lens.strides[0]);
+  if (g->kv_layout == INGOT_KV_PAGED)
+    FZ_REQUIRE(g->page_table.rank == 2 && g->page_table.dtype == INGOT_DTYPE_INT32 &&
+                   g->page_table.memory == INGOT_MEMORY_DEVICE &&
+                   (g->page_table.strides[1] == 1 || g->page_table.dims[1] == 1),
+               "page table dtype %d, strides [%lld, %lld]: the kernels read int32 rows of adjacent entries",
+               (int)g->page_table.dtype, (long long)g->page_table.strides[0], (long long)g->page_table.strides[1]);
+  else
+    FZ_REQUIRE(g->page_table.rank == 0, "a page table on a contiguous graph");
+  fz_check_outputs_distinct(g);
+}
+
 /* ---- plan invariants (docs/INTERNALS.md section 5) ------------------------ */
 typedef unsigned __int128 fz_u128;
 
@@ -258,6 +368,15 @@ static inline void fz_check_plan(const ingot_ad_kernel_meta *m, const ingot_atte
              "page size %d below tokens_per_wave %d", p->page_size, m->tokens_per_wave);
   FZ_REQUIRE(p->flags == ((g->mask == INGOT_MASK_CAUSAL ? 1 : 0) | (g->lse.rank != 0 ? 2 : 0)), "flags %d",
              p->flags);
+  /* the strides the kernels are handed: the graph's, the page table's row stride only when paged */
+  for (int i = 0; i < 3; ++i)
+    FZ_REQUIRE(p->q_stride[i] == g->q.strides[i] && p->k_stride[i] == g->k.strides[i] &&
+                   p->v_stride[i] == g->v.strides[i] && p->o_stride[i] == g->o.strides[i],
+               "stride %d not the graph's", i);
+  FZ_REQUIRE(p->page_table_stride == (g->kv_layout == INGOT_KV_PAGED ? g->page_table.strides[0] : 0),
+             "page table stride %lld", (long long)p->page_table_stride);
+  FZ_REQUIRE(p->scale == g->scale || (p->scale != p->scale && g->scale != g->scale), "scale %g, graph %g",
+             (double)p->scale, (double)g->scale);
 }
 
 #endif

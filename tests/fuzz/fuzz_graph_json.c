@@ -2,7 +2,8 @@
  * NUL-terminated: the length is the input's). It must return INGOT_OK or
  * INGOT_INVALID_ARGUMENT, never crash or leak; a refusal carries a message
  * that starts with "graph" and names what is wrong; an accepted graph passes
- * ingot_graph_validate again, and the error buffer's size is respected (the
+ * ingot_graph_validate again and has outputs without overlap (small ones
+ * checked element by element), and the error buffer's size is respected (the
  * first input byte picks a small one now and then). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FZ_REQUIRE(ingot_graph_validate(&g, again, sizeof again) == INGOT_OK, "parsed graph fails validation: %s",
                again);
     FZ_REQUIRE(g.q.rank == 4 && g.capacity >= 1, "rank %d capacity %lld", g.q.rank, (long long)g.capacity);
+    fz_check_outputs_distinct(&g);
   } else {
     FZ_REQUIRE(s == INGOT_INVALID_ARGUMENT, "status %d", (int)s);
     FZ_REQUIRE(strncmp(err, "graph", err_size - 1 < 5 ? err_size - 1 : 5) == 0 && strlen(err) > 0,

@@ -5,7 +5,9 @@
  * (fuzz_common.h), which also reaches graphs the JSON form cannot express.
  * ingot_plan_create must answer OK, INVALID_ARGUMENT or NO_MATCH with a
  * message (NO_MATCH: a decline report), and every plan must satisfy the grid
- * and workspace invariants, recomputed in 128-bit arithmetic (fz_check_plan).
+ * and workspace invariants, recomputed in 128-bit arithmetic (fz_check_plan),
+ * and hand the kernel only what it can read and write: every dtype, layout and
+ * memory kind it relies on, outputs without overlap (fz_check_kernel_inputs).
  * Pack: INGOT_FUZZ_MAIN_PACK, or the build's packs/attention_decode. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FZ_REQUIRE(plan != NULL, "OK without a plan");
   const ingot_dispatch_plan *d = ingot_plan_dispatch_info(plan);
   fz_check_plan(&plan->kernel->meta, &g, &plan->caps, d);
+  fz_check_kernel_inputs(&plan->kernel->meta, &g);
   FZ_REQUIRE(ingot_plan_workspace_size(plan) == d->workspace_bytes, "workspace size");
   FZ_REQUIRE(ingot_plan_num_splits(plan) == d->num_splits && ingot_plan_launch_count(plan) == d->num_launches,
              "accessors");

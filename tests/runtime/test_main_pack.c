@@ -97,6 +97,59 @@ static int check_rank_choice(ingot_context *ctx, int w8_built) {
   return eights;
 }
 
+/* What the kernels read and write besides their shape: an fp32 LSE at a flat
+ * index, int32 page-table rows of adjacent entries (rows at any stride), int32
+ * lengths side by side, v of k's dtype, outputs without overlap. Accepted
+ * first (any layout of o that reaches each element once), then each way of
+ * getting one wrong: a decline naming the field, or a refusal for overlap. */
+static void check_kernel_inputs(ingot_context *ctx) {
+  for (int i = 0; i < 40; ++i) {
+    const ingot_dtype dt = rnd() & 1 ? INGOT_DTYPE_BF16 : INGOT_DTYPE_FP16;
+    const int b = (int)rnd_range(2, 16), paged = i % 2;
+    ingot_attention_graph g = shaped_graph(dt, 32, 8, 128, (int)rnd_range(1, 4), b, rnd_range(64, 65536), paged,
+                                           16 << rnd_range(0, 3), (int)(rnd() & 1), 1);
+    transpose_o(&g);
+    if (paged) g.page_table.strides[0] = g.page_table.dims[1] + rnd_range(1, 64); /* padded rows */
+    ingot_plan *plan = NULL;
+    CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_OK);
+    if (plan == NULL) fprintf(stderr, "  kernel inputs, accept case %d: %s\n", i, ingot_context_last_error(ctx));
+    ingot_plan_destroy(plan);
+  }
+  char want[256];
+  const char *P = "pack attention_decode (all ";
+  for (int i = 0; i < 6; ++i) {
+    ingot_attention_graph g = shaped_graph(INGOT_DTYPE_FP16, 32, 8, 128, 1, (int)rnd_range(2, 16), 4096, i >= 2, 64,
+                                           0, i < 2);
+    const char *why = NULL;
+    switch (i) {
+    case 0: g.lse.dtype = INGOT_DTYPE_FP16; why = "graph-scope): lse.dtype = \"fp16\", allowed in [\"absent\",\"fp32\"]"; break;
+    case 1: g.lse.dtype = INGOT_DTYPE_BF16; why = "graph-scope): lse.dtype = \"bf16\", allowed in [\"absent\",\"fp32\"]"; break;
+    case 2: g.page_table.dtype = INGOT_DTYPE_INT64; why = "graph-scope): page_table.dtype = \"int64\", allowed in [\"absent\",\"int32\"]"; break;
+    case 3:
+      g.page_table.strides[0] = 1, g.page_table.strides[1] = g.page_table.dims[0];
+      why = "graph-scope): page_table.layout = \"strided\", allowed in [\"absent\",\"dense_rows\"]";
+      break;
+    case 4: g.seq_lens.strides[0] = 2; why = "graph-scope): seq_lens.layout = \"strided\", allowed eq \"contiguous\""; break;
+    default: g.v.dtype = INGOT_DTYPE_BF16; why = "_fp16_d128_g4_sq1_paged_w4t16_tc: v_dtype = \"bf16\", allowed eq \"fp16\""; break;
+    }
+    ingot_plan *plan = NULL;
+    CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_NO_MATCH);
+    CHECK(plan == NULL);
+    CHECK_HAS(ingot_context_decline_report(ctx), why);
+    if (i < 5) {
+      snprintf(want, sizeof want, "%s%zu kernels, %s", P, ingot_context_kernel_count(ctx), why);
+      CHECK_HAS(ingot_context_decline_report(ctx), want);
+    }
+  }
+  /* o strides [8,8,8,1] at D = 128 (issue 21): every query head writes over the others */
+  ingot_attention_graph g = shaped_graph(INGOT_DTYPE_BF16, 8, 2, 128, 1, 1, 4096, 0, 0, 0, 0);
+  g.o.strides[0] = g.o.strides[1] = g.o.strides[2] = 8;
+  ingot_plan *plan = NULL;
+  CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_INVALID_ARGUMENT);
+  CHECK(plan == NULL);
+  CHECK_HAS(ingot_context_last_error(ctx), "graph: o strides [8,8,8,1] with dims [1,8,1,128] overlap");
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s PACKDIR\n", argv[0]);
@@ -164,6 +217,7 @@ int main(int argc, char **argv) {
       CHECK(ingot_plan_workspace_size(plan) == want_ws);
       ingot_plan_destroy(plan);
     }
+    check_kernel_inputs(ctx);
     /* Outside the admitted space: head dim 96, Hq 24 / Hkv 8 (group 3), Sq 5, capacity 63. */
     const ingot_attention_graph bad[] = {
         shaped_graph(INGOT_DTYPE_BF16, 8, 2, 96, 1, 1, 4096, 0, 16, 0, 0),

@@ -3,6 +3,8 @@
  * it, naming the constraint. Accept cases first: a matcher stuck on "no" would
  * pass every decline test. usage: test_matcher PACKDIR */
 #include "test_util.h"
+/* after test_util.h, which sets the feature macros before any system header */
+#include "internal.h" /* ingot_graph_validate, the derived fields */
 
 static const char *g_pack;
 
@@ -196,6 +198,183 @@ static void test_declines(void) {
   ingot_context_destroy(other);
 }
 
+/* ---- what the kernels read and write: dtypes, layouts, outputs without overlap ---- */
+
+/* Plans g, expects INGOT_INVALID_ARGUMENT with `reason` in the last error. */
+static void expect_refusal(ingot_context *ctx, const ingot_attention_graph *g, const char *what, const char *reason) {
+  ingot_plan *plan = (ingot_plan *)g;
+  ingot_status s = ingot_plan_create(ctx, g, &plan);
+  if (s != INGOT_INVALID_ARGUMENT) fprintf(stderr, "refusal case '%s'\n", what);
+  CHECK_STATUS(s, INGOT_INVALID_ARGUMENT);
+  CHECK(plan == NULL);
+  if (s == INGOT_OK) ingot_plan_destroy(plan);
+  CHECK_HAS(ingot_context_last_error(ctx), reason);
+}
+
+/* Accept cases first: layouts that reach every element once, with padding and
+ * permuted dims; page-table rows at any row stride; a one-sequence length array
+ * at any stride; an fp32 LSE (the real pack, below) and an int32 page table. */
+static void test_kernel_inputs_accept(void) {
+  ingot_context *ctx = open_ctx(NULL);
+  for (int round = 0; round < 16; ++round) {
+    ingot_attention_graph g = seed_graph(rnd_range(64, 65536), round % 2 ? INGOT_MASK_CAUSAL : INGOT_MASK_NONE);
+    transpose_o(&g);
+    if (round % 3 == 0) g.seq_lens.strides[0] = rnd_range(2, 64); /* B = 1: the stride is never used */
+    ingot_plan *plan = NULL;
+    ingot_status s = ingot_plan_create(ctx, &g, &plan);
+    CHECK_STATUS(s, INGOT_OK);
+    if (s != INGOT_OK) fprintf(stderr, "  o strides [%lld,%lld,%lld,1]: %s\n", (long long)g.o.strides[0],
+                               (long long)g.o.strides[1], (long long)g.o.strides[2], ingot_context_last_error(ctx));
+    ingot_plan_destroy(plan);
+  }
+  ingot_context_destroy(ctx);
+}
+
+static void test_kernel_inputs_decline(void) {
+  ingot_context *ctx = open_ctx(NULL);
+  const char *K = "test_seed_bf16_d128_g4_sq1_contig_w4t16: ";
+  const char *P = "pack test_seed (all 1 kernels, graph-scope): ";
+  char want[256];
+  const int64_t cap = rnd_range(64, 65536);
+  ingot_attention_graph g;
+
+  /* v of another dtype than k: the kernel reads both with one conversion */
+  g = seed_graph(cap, INGOT_MASK_NONE);
+  g.v.dtype = INGOT_DTYPE_FP16;
+  snprintf(want, sizeof want, "%sv_dtype = \"fp16\", allowed eq \"bf16\"", K);
+  expect_decline(ctx, &g, "fp16 v, bf16 k", want);
+  g = seed_graph(cap, INGOT_MASK_NONE);
+  g.v.dtype = rnd() % 2 ? INGOT_DTYPE_FP32 : INGOT_DTYPE_INT32;
+  snprintf(want, sizeof want, "%sv_dtype = \"%s\", allowed eq \"bf16\"", K,
+           g.v.dtype == INGOT_DTYPE_FP32 ? "fp32" : "int32");
+  expect_decline(ctx, &g, "fp32/int32 v", want);
+
+  /* an LSE of any dtype but fp32: the kernels write fp32 (declined before the
+   * kernel's own lse = false) */
+  const ingot_dtype bad_lse[4] = {INGOT_DTYPE_FP16, INGOT_DTYPE_BF16, INGOT_DTYPE_INT32, INGOT_DTYPE_INT64};
+  const char *bad_lse_name[4] = {"fp16", "bf16", "int32", "int64"};
+  for (int i = 0; i < 4; ++i) {
+    g = seed_graph(cap, INGOT_MASK_NONE);
+    const int64_t lse_dims[3] = {1, 8, 1};
+    set_tensor(&g.lse, bad_lse[i], 3, lse_dims);
+    snprintf(want, sizeof want, "%slse.dtype = \"%s\", allowed in [\"absent\",\"fp32\"]", P, bad_lse_name[i]);
+    expect_decline(ctx, &g, "LSE not fp32", want);
+  }
+
+  /* a page table of int64 entries (torch's default integer type), or transposed */
+  g = shaped_graph(INGOT_DTYPE_BF16, 8, 2, 128, 1, 1, cap, 1, 64, 0, 0);
+  g.page_table.dtype = INGOT_DTYPE_INT64;
+  snprintf(want, sizeof want, "%spage_table.dtype = \"int64\", allowed in [\"absent\",\"int32\"]", P);
+  expect_decline(ctx, &g, "int64 page table", want);
+  const int64_t B = rnd_range(2, 8);
+  g = shaped_graph(INGOT_DTYPE_BF16, 8, 2, 128, 1, (int)B, cap, 1, 64, 0, 0);
+  g.page_table.strides[1] = B, g.page_table.strides[0] = 1; /* column-major [B, max_pages] */
+  snprintf(want, sizeof want, "%spage_table.layout = \"strided\", allowed in [\"absent\",\"dense_rows\"]", P);
+  expect_decline(ctx, &g, "transposed page table", want);
+
+  /* lengths of several sequences, not adjacent */
+  g = shaped_graph(INGOT_DTYPE_BF16, 8, 2, 128, 1, (int)B, cap, 0, 0, 0, 0);
+  g.seq_lens.strides[0] = rnd_range(2, 16);
+  snprintf(want, sizeof want, "%sseq_lens.layout = \"strided\", allowed eq \"contiguous\"", P);
+  expect_decline(ctx, &g, "strided lengths", want);
+
+  /* outputs whose strides overlap: refused by validation, before matching */
+  g = seed_graph(cap, INGOT_MASK_NONE);
+  g.o.strides[0] = g.o.strides[1] = g.o.strides[2] = 8;
+  expect_refusal(ctx, &g, "o strides [8,8,8,1]",
+                 "graph: o strides [8,8,8,1] with dims [1,8,1,128] overlap: dim 1's stride 8 is below dim 3's span "
+                 "1 x 128 (allowed: strides that map every element to its own offset)");
+  g = seed_graph(cap, INGOT_MASK_NONE);
+  g.o.strides[1] = 8 * rnd_range(0, 15); /* heads closer than a row of 128 */
+  if (g.o.strides[1] == 0) g.o.strides[1] = 8;
+  snprintf(want, sizeof want, "graph: o strides [%lld,%lld,128,1] with dims [1,8,1,128] overlap",
+           (long long)g.o.strides[0], (long long)g.o.strides[1]);
+  expect_refusal(ctx, &g, "o heads overlap", want);
+  g = shaped_graph(INGOT_DTYPE_BF16, 8, 2, 128, 2, 3, cap, 0, 0, 0, 1);
+  g.lse.strides[1] = 1; /* heads and query tokens share offsets */
+  snprintf(want, sizeof want, "graph: lse strides [%lld,1,1] with dims [3,8,2] overlap", (long long)g.lse.strides[0]);
+  expect_refusal(ctx, &g, "lse overlap", want);
+  ingot_context_destroy(ctx);
+}
+
+/* The overlap rule against the ground truth on small outputs (every offset
+ * computed): whatever validation accepts has distinct offsets, and every true
+ * overlap is refused. The rule is sufficient, not necessary, so a refusal of a
+ * layout whose offsets happen to be distinct is not an error here. */
+static int offsets_unique(const ingot_tensor_desc *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; ++i) n *= t->dims[i];
+  int64_t *offs = malloc((size_t)n * sizeof *offs);
+  if (offs == NULL) return -1;
+  for (int64_t e = 0; e < n; ++e) {
+    int64_t rest = e, off = 0;
+    for (int i = t->rank - 1; i >= 0; --i) {
+      off += (rest % t->dims[i]) * t->strides[i];
+      rest /= t->dims[i];
+    }
+    offs[e] = off;
+  }
+  int unique = 1;
+  for (int64_t a = 0; a < n && unique; ++a)
+    for (int64_t b = a + 1; b < n && unique; ++b) unique = offs[a] != offs[b];
+  free(offs);
+  return unique;
+}
+
+static void test_overlap_ground_truth(void) {
+  int accepted = 0, refused = 0;
+  for (int round = 0; round < 400; ++round) {
+    const int64_t B = rnd_range(1, 3), Hkv = rnd_range(1, 2), Hq = Hkv * rnd_range(1, 3), Sq = rnd_range(1, 3);
+    const int64_t D = rnd_range(1, 6), cap = rnd_range(1, 8);
+    const int64_t qd[4] = {B, Hq, Sq, D}, kd[4] = {B, cap, Hkv, D}, ld[3] = {B, Hq, Sq}, sd[1] = {B};
+    ingot_attention_graph g = seed_graph(cap, INGOT_MASK_NONE);
+    set_tensor(&g.q, INGOT_DTYPE_BF16, 4, qd);
+    set_tensor(&g.o, INGOT_DTYPE_BF16, 4, qd);
+    set_tensor(&g.k, INGOT_DTYPE_BF16, 4, kd);
+    set_tensor(&g.v, INGOT_DTYPE_BF16, 4, kd);
+    set_tensor(&g.seq_lens, INGOT_DTYPE_INT32, 1, sd);
+    set_tensor(&g.lse, INGOT_DTYPE_FP32, 3, ld);
+    ingot_tensor_desc *t = round % 2 ? &g.o : &g.lse;
+    for (int i = 0; i < t->rank; ++i) t->strides[i] = rnd_range(1, 40);
+    char err[512] = "";
+    const ingot_status s = ingot_graph_validate(&g, err, sizeof err);
+    const int unique = offsets_unique(t);
+    if (s == INGOT_OK) {
+      ++accepted;
+      CHECK(unique == 1);
+    } else {
+      ++refused;
+      CHECK_STATUS(s, INGOT_INVALID_ARGUMENT);
+      CHECK_HAS(err, t == &g.o ? "graph: o strides [" : "graph: lse strides [");
+      CHECK_HAS(err, "overlap");
+    }
+    if (unique == 0) CHECK(s == INGOT_INVALID_ARGUMENT); /* every true overlap is refused */
+  }
+  CHECK(accepted > 20 && refused > 20); /* both sides reached */
+  printf("test_matcher: overlap rule on 400 random small outputs: %d accepted, %d refused, none of them wrong\n",
+         accepted, refused);
+}
+
+/* Every field named in messages is one the matcher knows, and the other way round. */
+static void test_field_names(void) {
+  char names[1024];
+  snprintf(names, sizeof names, "%s", ingot_graph_field_names());
+  int count = 0;
+  for (char *tok = strtok(names, ", "); tok != NULL; tok = strtok(NULL, ", ")) {
+    ++count;
+    if (ingot_graph_field_type(tok) == INGOT_FIELD_UNKNOWN) fprintf(stderr, "field %s listed, not known\n", tok);
+    CHECK(ingot_graph_field_type(tok) != INGOT_FIELD_UNKNOWN);
+  }
+  static const char *const kNew[] = {"v_dtype", "lse.dtype", "page_table.dtype", "page_table.layout",
+                                     "seq_lens.layout"};
+  for (size_t i = 0; i < sizeof kNew / sizeof kNew[0]; ++i) {
+    CHECK(ingot_graph_field_type(kNew[i]) == INGOT_FIELD_STRING);
+    CHECK(strstr(ingot_graph_field_names(), kNew[i]) != NULL);
+  }
+  CHECK(count == 28);
+  CHECK(ingot_graph_field_type("page_table.strides") == INGOT_FIELD_UNKNOWN);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: test_matcher PACKDIR\n");
@@ -205,6 +384,11 @@ int main(int argc, char **argv) {
   test_seed_rng();
   test_accept();
   if (g_failures) return test_finish("test_matcher (accept cases failed; declines not run)");
+  test_kernel_inputs_accept();
+  if (g_failures) return test_finish("test_matcher (kernel-input accept cases failed; declines not run)");
   test_declines();
+  test_kernel_inputs_decline();
+  test_overlap_ground_truth();
+  test_field_names();
   return test_finish("test_matcher");
 }

@@ -145,6 +145,19 @@ static inline void set_capacity(ingot_attention_graph *g, int64_t capacity) {
   g->capacity = capacity;
 }
 
+/* o laid out as [B, Sq, Hq, D] or [Sq, B, Hq, D] in memory, rows padded by
+ * multiples of 8 elements: still dense_d, every element its own offset. */
+static inline void transpose_o(ingot_attention_graph *g) {
+  const int64_t B = g->o.dims[0], Hq = g->o.dims[1], Sq = g->o.dims[2], D = g->o.dims[3];
+  const int64_t row = D + 8 * rnd_range(0, 2);
+  if (rnd() % 2) {
+    g->o.strides[1] = row, g->o.strides[2] = Hq * row, g->o.strides[0] = Sq * Hq * row + 8 * rnd_range(0, 4);
+  } else {
+    g->o.strides[1] = row, g->o.strides[0] = Hq * row, g->o.strides[2] = B * Hq * row;
+  }
+  g->o.strides[3] = 1;
+}
+
 /* ---- files ----------------------------------------------------------------------- */
 
 static inline int copy_file(const char *from, const char *to) {

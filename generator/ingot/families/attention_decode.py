@@ -183,6 +183,9 @@ class Instance:
             {"field": "capacity", "op": "range", "min": self.capacity[0], "max": self.capacity[1]},
             {"field": "kv_layout", "op": "eq", "value": self.kv_layout},
             {"field": "mask", "op": "in", "values": list(self.masks)},
+            # v is read with k's loads and conversions: the same dtype (after the
+            # entries above, whose order the descriptor tests index into)
+            {"field": "v_dtype", "op": "eq", "value": self.dtype},
         ]
         if self.kv_layout == "paged":
             c.append({"field": "page_size", "op": "in", "values": list(self.page_sizes)})
@@ -227,6 +230,13 @@ GRAPH_CONSTRAINTS = [
     {"field": "v.layout", "op": "eq", "value": "dense_d"},
     {"field": "o.layout", "op": "eq", "value": "dense_d"},
     {"field": "lse.layout", "op": "in", "values": ["absent", "contiguous"]},
+    # What the kernels read and write besides q, k, v and o: the LSE as fp32 at a
+    # flat index, the valid lengths as one int32 array, a page-table row as
+    # adjacent int32 entries (templates/ingot_attention_decode.h).
+    {"field": "lse.dtype", "op": "in", "values": ["absent", "fp32"]},
+    {"field": "seq_lens.layout", "op": "eq", "value": "contiguous"},
+    {"field": "page_table.dtype", "op": "in", "values": ["absent", "int32"]},
+    {"field": "page_table.layout", "op": "in", "values": ["absent", "dense_rows"]},
 ]
 
 
