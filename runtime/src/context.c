@@ -38,6 +38,7 @@ INGOT_API ingot_status ingot_context_create_host(const char *arch, ingot_context
   if (arch != NULL) ingot_format(ctx->arch, sizeof ctx->arch, "%s", arch);
   ctx->wave_size = ingot_arch_wave_size(arch);
   ctx->compute_units = INGOT_HOST_COMPUTE_UNITS;
+  atomic_init(&ctx->refs, 1);
   *out = ctx;
   return INGOT_OK;
 }
@@ -91,6 +92,7 @@ INGOT_API ingot_status ingot_context_create_ex(ingot_backend backend, int ordina
   memcpy(ctx->arch, arch, sizeof arch);
   ctx->wave_size = wave > 0 ? wave : ingot_arch_wave_size(arch);
   ctx->compute_units = cus > 0 ? cus : INGOT_HOST_COMPUTE_UNITS;
+  atomic_init(&ctx->refs, 1);
   *out = ctx;
   return INGOT_OK;
 }
@@ -99,14 +101,26 @@ INGOT_API ingot_status ingot_context_create(ingot_backend backend, int ordinal, 
   return ingot_context_create_ex(backend, ordinal, out, NULL, 0);
 }
 
-INGOT_API void ingot_context_destroy(ingot_context *ctx) {
-  if (ctx == NULL) return;
+static void context_free(ingot_context *ctx) {
   for (size_t i = 0; i < ctx->num_packs; ++i) ingot_pack_free(ctx->packs[i], ctx->ops, ctx->dev);
   free(ctx->packs);
   if (ctx->ops != NULL) ctx->ops->close(ctx->dev);
   ingot_strbuf_free(&ctx->last_error);
   ingot_strbuf_free(&ctx->decline_report);
   free(ctx);
+}
+
+void ingot_context_retain(ingot_context *ctx) { atomic_fetch_add_explicit(&ctx->refs, 1, memory_order_relaxed); }
+
+/* acq_rel: every use of the context by the releasing thread (a plan's last
+ * execute) happens before the free by whichever thread drops the count to 0. */
+void ingot_context_release(ingot_context *ctx) {
+  if (atomic_fetch_sub_explicit(&ctx->refs, 1, memory_order_acq_rel) == 1) context_free(ctx);
+}
+
+/* Drops the caller's reference: the context goes now, or with its last plan. */
+INGOT_API void ingot_context_destroy(ingot_context *ctx) {
+  if (ctx != NULL) ingot_context_release(ctx);
 }
 
 INGOT_API const char *ingot_context_last_error(const ingot_context *ctx) {

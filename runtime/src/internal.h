@@ -165,7 +165,15 @@ struct ingot_context {
    * detached Ed25519 signature with this public key. */
   int require_signature;
   unsigned char signing_key[INGOT_ED25519_KEY_BYTES];
+  /* The caller's reference (1 until ingot_context_destroy) plus one per live
+   * plan: a plan keeps its packs, kernels and device open (ingot.h). */
+  atomic_size_t refs;
 };
+
+/* A plan takes a reference at creation and drops it at destroy; the last
+ * release frees the context. */
+void ingot_context_retain(ingot_context *ctx);
+void ingot_context_release(ingot_context *ctx);
 
 void ingot_context_set_error(ingot_context *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -162,11 +162,17 @@ INGOT_API ingot_status ingot_plan_create(ingot_context *ctx, const ingot_attenti
     return first_status;
   }
   ingot_context_clear_error(ctx);
+  ingot_context_retain(ctx);
   *out = plan;
   return INGOT_OK;
 }
 
-INGOT_API void ingot_plan_destroy(ingot_plan *plan) { free(plan); }
+INGOT_API void ingot_plan_destroy(ingot_plan *plan) {
+  if (plan == NULL) return;
+  ingot_context *ctx = plan->ctx;
+  free(plan);
+  ingot_context_release(ctx);
+}
 
 INGOT_API const char *ingot_plan_kernel_name(const ingot_plan *plan) { return plan ? plan->kernel->name : NULL; }
 INGOT_API size_t ingot_plan_workspace_size(const ingot_plan *plan) {

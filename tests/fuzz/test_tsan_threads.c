@@ -4,9 +4,13 @@
  * example graphs in a loop (matches and declines), and meanwhile reads one
  * shared context (its decline report, last error, kernel count) and executes
  * one shared plan concurrently (a host context answers UNAVAILABLE after the
- * argument checks: the read-only path every execute takes). Contract
- * (ingot.h): nothing global is mutable; a plan may be executed from several
- * threads. TSan (halt_on_error) fails the test on the first race.
+ * argument checks: the read-only path every execute takes). Each thread also
+ * holds a plan of a context the main thread destroys once the threads run:
+ * they execute it and destroy it, and whichever drops the last reference
+ * frees the context (a plan keeps its context alive). Contract (ingot.h):
+ * nothing global is mutable; a plan may be executed from several threads and
+ * may outlive its context. TSan (halt_on_error) fails the test on the first
+ * race.
  * Usage: test_tsan_threads TEST_SEED_PACK MAIN_PACK EXAMPLES_DIR */
 #define _XOPEN_SOURCE 700
 #include <pthread.h>
@@ -24,6 +28,7 @@ static const char *g_seed_pack, *g_main_pack;
 static ingot_context *g_shared;      /* read-only while the threads run */
 static const ingot_plan *g_shared_plan;
 static char *g_shared_report;        /* the report as it was before the threads started */
+static ingot_plan *g_orphans[THREADS]; /* one per thread, of a context destroyed while they run */
 static atomic_int g_failures;
 
 static const char *const kGraphs[] = {"seed_none.json", "seed_causal.json", "gqa_fp16_lse.json",
@@ -59,8 +64,30 @@ static int load_graph(const char *dir, const char *name, ingot_attention_graph *
   return 1;
 }
 
+/* Executes a plan on a host context with made-up buffers: UNAVAILABLE after the
+ * argument checks (or INVALID_ARGUMENT for a workspace it is not given). */
+static void execute_host(const ingot_plan *plan, int id, const char *what) {
+  static _Alignas(16) unsigned char buf[64];
+  ingot_attention_buffers b = {buf, buf, buf, buf, (float *)buf, (const int32_t *)buf, (const int32_t *)buf};
+  _Alignas(16) unsigned char ws[16];
+  char err[512];
+  size_t need = ingot_plan_workspace_size(plan);
+  ingot_status s = ingot_plan_execute_ex(plan, NULL, &b, need ? ws : NULL, need ? sizeof ws : 0, err, sizeof err);
+  /* workspace too small when the plan needs more than 16 bytes, else UNAVAILABLE (host) */
+  CHECK(s == (need > sizeof ws ? INGOT_INVALID_ARGUMENT : INGOT_UNAVAILABLE), "thread %d: %s: execute: %s", id,
+        what, err);
+  CHECK(err[0] != 0, "thread %d: %s: execute without a message", id, what);
+}
+
 static void *worker(void *arg) {
   const int id = (int)(intptr_t)arg;
+  /* The orphan: its context is being destroyed by the main thread meanwhile. */
+  for (int i = 0; i < 20; ++i) {
+    execute_host(g_orphans[id], id, "orphan plan");
+    CHECK(ingot_plan_kernel_name(g_orphans[id]) != NULL && ingot_plan_launch_count(g_orphans[id]) >= 1,
+          "thread %d: orphan plan", id);
+  }
+  ingot_plan_destroy(g_orphans[id]);
   static const char *const kArchs[] = {NULL, "gfx942", "sm_90"};
   for (int round = 0; round < ROUNDS; ++round) {
     ingot_context *ctx = NULL;
@@ -88,16 +115,7 @@ static void *worker(void *arg) {
     CHECK(strcmp(ingot_context_decline_report(g_shared), g_shared_report) == 0, "thread %d: shared report changed", id);
     CHECK(ingot_context_last_error(g_shared)[0] != 0, "thread %d: shared last error", id);
     CHECK(ingot_context_kernel_count(g_shared) >= 2, "thread %d: shared kernel count", id);
-    static _Alignas(16) unsigned char buf[64];
-    ingot_attention_buffers b = {buf, buf, buf, buf, (float *)buf, (const int32_t *)buf, (const int32_t *)buf};
-    _Alignas(16) unsigned char ws[16];
-    char err[512];
-    size_t need = ingot_plan_workspace_size(g_shared_plan);
-    ingot_status s = ingot_plan_execute_ex(g_shared_plan, NULL, &b, need ? ws : NULL, need ? sizeof ws : 0, err,
-                                           sizeof err);
-    /* workspace too small when the plan needs more than 16 bytes, else UNAVAILABLE (host) */
-    CHECK(s == (need > sizeof ws ? INGOT_INVALID_ARGUMENT : INGOT_UNAVAILABLE), "thread %d: execute: %s", id, err);
-    CHECK(err[0] != 0, "thread %d: execute without a message", id);
+    execute_host(g_shared_plan, id, "shared plan");
   }
   return NULL;
 }
@@ -137,12 +155,25 @@ int main(int argc, char **argv) {
     return 2;
   }
 
+  ingot_context *orphaned = NULL;
+  if (ingot_context_create_host("gfx942", &orphaned) != INGOT_OK ||
+      ingot_context_open_pack(orphaned, g_main_pack) != INGOT_OK) {
+    fprintf(stderr, "orphaned context: %s\n", orphaned ? ingot_context_last_error(orphaned) : "not created");
+    return 2;
+  }
+  for (int i = 0; i < THREADS; ++i)
+    if (ingot_plan_create(orphaned, &g_graphs[i % 2 ? 2 : 3], &g_orphans[i]) != INGOT_OK) {
+      fprintf(stderr, "orphaned context: %s\n", ingot_context_last_error(orphaned));
+      return 2;
+    }
+
   pthread_t t[THREADS];
   for (int i = 0; i < THREADS; ++i)
     if (pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i) != 0) {
       fprintf(stderr, "pthread_create failed\n");
       return 2;
     }
+  ingot_context_destroy(orphaned); /* while the threads use its plans */
   for (int i = 0; i < THREADS; ++i) pthread_join(t[i], NULL);
 
   ingot_plan_destroy(plan);

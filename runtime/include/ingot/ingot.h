@@ -6,7 +6,9 @@
  *  - each handle keeps its own last-error message (ingot_context_last_error);
  *    nothing global is mutable, so two threads on two contexts never race;
  *  - plans are immutable after creation and may be executed concurrently from
- *    several threads on several streams.
+ *    several threads on several streams;
+ *  - a plan keeps its context alive: ingot_context_destroy may come before
+ *    ingot_plan_destroy (see ingot_context_destroy).
  */
 #ifndef INGOT_INGOT_H
 #define INGOT_INGOT_H
@@ -67,6 +69,12 @@ INGOT_API ingot_status ingot_context_create(ingot_backend backend, int ordinal, 
  * context exists then to hold it (e.g. "cuda backend: libcuda.so.1 not found"). */
 INGOT_API ingot_status ingot_context_create_ex(ingot_backend backend, int ordinal, ingot_context **out,
                                                char *err, size_t err_size);
+/* Gives up the caller's handle. The context is freed now if no plan of it is
+ * alive, else when its last plan is destroyed: until then those plans may still
+ * be queried, executed (its device and loaded code objects stay open) and
+ * destroyed, from any thread. The handle itself must not be used after this
+ * call (no open_pack, plan_create, last_error ... on it, and no second
+ * destroy); a call that may still be running on it must have returned. */
 INGOT_API void ingot_context_destroy(ingot_context *ctx);
 /* The last error message on this context (never NULL; "" when none). */
 INGOT_API const char *ingot_context_last_error(const ingot_context *ctx);
@@ -81,14 +89,6 @@ INGOT_API int ingot_context_compute_units(const ingot_context *ctx);
 INGOT_API ingot_status ingot_context_open_pack(ingot_context *ctx, const char *pack_dir);
 INGOT_API size_t ingot_context_kernel_count(const ingot_context *ctx);
 
-/* ---- the attention decode graph ------------------------------------------ */
-
-typedef enum ingot_dtype {
-  INGOT_DTYPE_INVALID = 0,
-  INGOT_DTYPE_BF16 = 1,
-  INGOT_DTYPE_FP16 = 2,
-  INGOT_DTYPE_FP32 = 3,
-  INGOT_DTYPE_INT32 = 4,
 /* ---- signed packs ----------------------------------------------------------- */
 
 /* Every later ingot_context_open_pack on ctx requires the pack's detached
@@ -102,6 +102,14 @@ typedef enum ingot_dtype {
 INGOT_API ingot_status ingot_context_require_signature(ingot_context *ctx, const unsigned char *ed25519_public_key,
                                                        size_t key_len);
 
+/* ---- the attention decode graph ------------------------------------------ */
+
+typedef enum ingot_dtype {
+  INGOT_DTYPE_INVALID = 0,
+  INGOT_DTYPE_BF16 = 1,
+  INGOT_DTYPE_FP16 = 2,
+  INGOT_DTYPE_FP32 = 3,
+  INGOT_DTYPE_INT32 = 4,
   INGOT_DTYPE_INT64 = 5
 } ingot_dtype;
 
@@ -160,6 +168,8 @@ typedef struct ingot_plan ingot_plan;
  * one (also available as ingot_context_decline_report). */
 INGOT_API ingot_status ingot_plan_create(ingot_context *ctx, const ingot_attention_graph *graph,
                                          ingot_plan **out);
+/* Frees the plan and drops its reference to the context (the last one frees
+ * the context, when ingot_context_destroy came first). NULL is a no-op. */
 INGOT_API void ingot_plan_destroy(ingot_plan *plan);
 INGOT_API const char *ingot_context_decline_report(const ingot_context *ctx);
 INGOT_API const char *ingot_plan_kernel_name(const ingot_plan *plan);
