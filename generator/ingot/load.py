@@ -220,7 +220,8 @@ def load_text(text, display):
     except yaml.reader.ReaderError as e:
         before = text[:e.position]
         line, column = before.count("\n") + 1, e.position - (before.rfind("\n") + 1) + 1
-        raise _error(display, f"YAML syntax error: character {e.character!r} is not allowed in YAML "
+        code = e.character if isinstance(e.character, int) else ord(e.character[:1] or "\0")
+        raise _error(display, f"YAML syntax error: character U+{code:04X} is not allowed in YAML "
                      f"({e.reason})", line, column) from None
     except yaml.MarkedYAMLError as e:
         m = e.problem_mark or e.context_mark
