@@ -305,6 +305,8 @@ def stage_pack(plan, out):
             break
         except FileExistsError:
             continue
+        except OSError as e:
+            raise OutputError(out, f"cannot write in the output folder: {e.strerror}") from None
     try:
         if plan.root_mode is not None:
             os.chmod(stage, plan.root_mode)
@@ -350,13 +352,19 @@ def swap_in(plan, stage, out):
     if not os.path.isdir(plan.root):
         os.rename(stage, plan.root)
         return
+    # The new tree is in place once the rename is done; an old tree that cannot be
+    # removed now is removed by the next run (recover), so its errors do not count.
     if _exchange(stage, plan.root):
-        shutil.rmtree(stage)  # now the old tree
+        shutil.rmtree(stage, ignore_errors=True)  # now the old tree
         return
     old = os.path.join(out, f"{OLD_PREFIX}{plan.name}-{secrets.token_hex(4)}")
     os.rename(plan.root, old)
-    os.rename(stage, plan.root)
-    shutil.rmtree(old)
+    try:
+        os.rename(stage, plan.root)
+    except OSError:
+        os.rename(old, plan.root)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
 
 
 class WriteFailed(OutputError):
@@ -383,10 +391,10 @@ def write_packs(out, packs, prune_unknown=False, lock_timeout=DEFAULT_LOCK_TIMEO
             for plan in plans:
                 if plan.changes:
                     stages[plan.name] = stage_pack(plan, out)
-        except OSError as e:
+        except (OSError, OutputError) as e:
             for s in stages.values():
                 shutil.rmtree(s, ignore_errors=True)
-            raise _io_error(e, out) from None
+            raise (e if isinstance(e, OutputError) else _io_error(e, out)) from None
         done = []
         for plan in plans:
             if plan.name not in stages:
@@ -395,7 +403,7 @@ def write_packs(out, packs, prune_unknown=False, lock_timeout=DEFAULT_LOCK_TIMEO
                 swap_in(plan, stages[plan.name], out)
             except OSError as e:
                 for name, s in stages.items():
-                    if name not in done and name != plan.name:
+                    if name not in done:
                         shutil.rmtree(s, ignore_errors=True)
                 raise WriteFailed(_io_error(e, plan.root), done) from None
             done.append(plan.name)

@@ -238,6 +238,52 @@ class OutputLocationTest(unittest.TestCase):
         self.assertEqual(lines[1], "ingot: nothing was written")
         self.assertEqual(snapshot(out), before)  # no staging folder left, the old tree as it was
 
+    def test_an_output_folder_that_refuses_new_entries(self):
+        # What an existing folder without write permission answers (root may write
+        # anywhere, so the refusal is injected where the staging folder is made).
+        out = os.path.join(self.tmp, "out")
+        os.mkdir(out)
+        real = os.mkdir
+
+        def refuse(path, *a, **k):
+            if os.path.basename(path).startswith(".ingot-stage-"):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+            return real(path, *a, **k)
+
+        with mock.patch.object(ingot.write.os, "mkdir", refuse):
+            rc, stdout, stderr = run_cli(["generate", "--out", out, MINIMAL_CONFIG, self.second])
+        self.assertEqual(rc, EXIT_CONFIG)
+        self.assertEqual(stderr.splitlines(), [
+            f"error: {out}: cannot write in the output folder: Permission denied", "ingot: nothing was written"])
+        self.assertEqual(os.listdir(out), [])
+
+    def test_a_failed_swap_names_the_packs_written(self):
+        out = os.path.join(self.tmp, "out")
+        rc, _, _ = run_cli(["generate", "--quiet", "--out", out, MINIMAL_CONFIG, self.second])
+        self.assertEqual(rc, EXIT_OK)
+        second_before = snapshot(os.path.join(out, "second"))
+        changed = minimal_text().replace("head_dim: [128]", "head_dim: [64, 128]")
+        a = write_config(self.tmp, "minimal.yaml", changed)
+        b = write_config(self.tmp, "second.yaml", changed.replace("pack: minimal", "pack: second"))
+        real, calls = ingot.write.swap_in, []
+
+        def fail_second(plan, stage, out_):
+            calls.append(plan.name)
+            if plan.name == "second":
+                raise OSError(errno.EIO, os.strerror(errno.EIO), plan.root)
+            real(plan, stage, out_)
+
+        with mock.patch.object(ingot.write, "swap_in", fail_second):
+            rc, stdout, stderr = run_cli(["generate", "--out", out, a, b])
+        self.assertEqual(calls, ["minimal", "second"])
+        self.assertEqual(rc, EXIT_CONFIG)
+        self.assertEqual(stderr.splitlines(), [f"error: {os.path.join(out, 'second')}: Input/output error",
+                                               "ingot: pack(s) minimal were written, the others were not"])
+        self.assertEqual(snapshot(os.path.join(out, "second")), second_before)
+        self.assertEqual(sorted(os.listdir(out)), ["minimal", "second"])  # no staging folder left
+        self.assertTrue(os.path.isfile(os.path.join(out, "minimal", "kernels", "gfx942",
+                                                    "minimal_bf16_d64_g4_sq1_contig_w4t16.hip")))
+
     def test_an_unexpected_exception_is_one_line_and_exit_3(self):
         with mock.patch.object(ingot.cli, "render_all", side_effect=KeyError("boom")):
             rc, stdout, stderr = run_cli(["generate", "--out", os.path.join(self.tmp, "o"), MINIMAL_CONFIG])
