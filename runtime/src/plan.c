@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sys/stat.h>
+#include <fcntl.h> /* AT_FDCWD */
 
 #include <openssl/evp.h>
 
@@ -192,26 +192,21 @@ static ingot_status load_module(const ingot_context *ctx, ingot_kernel *k, char 
     ingot_format(err, n, "kernel %s has no code object for arch %s", k->name, ctx->arch);
     return INGOT_INTERNAL;
   }
-  FILE *f = fopen(obj->path, "rb");
-  if (f == NULL) {
-    ingot_format(err, n, "kernel %s: cannot open %s", k->name, obj->path);
-    return INGOT_IO_ERROR;
-  }
-  struct stat st;
-  size_t size = 0;
+  /* The same non-blocking reader as the pack's open: a FIFO or a device put in
+   * the object's place since then is refused, never opened. */
   unsigned char *image = NULL;
-  if (fstat(fileno(f), &st) == 0 && st.st_size >= 0 && (uint64_t)st.st_size <= INGOT_MAX_CODE_OBJECT_BYTES &&
-      (image = malloc((size_t)st.st_size + 1)) != NULL)
-    size = fread(image, 1, (size_t)st.st_size + 1, f); /* reads one byte more if the file grew */
-  fclose(f);
-  if (image == NULL) {
-    ingot_format(err, n, "kernel %s: cannot read %s (over the %zu-byte limit, or out of memory)", k->name, obj->path, INGOT_MAX_CODE_OBJECT_BYTES);
-    return INGOT_OUT_OF_MEMORY;
+  size_t size = 0;
+  char why[256];
+  ingot_status rs = ingot_read_regular_file(AT_FDCWD, obj->path, 0, INGOT_MAX_CODE_OBJECT_BYTES, &image, &size, why,
+                                            sizeof why);
+  if (rs != INGOT_OK) {
+    ingot_format(err, n, "kernel %s: %s: %s", k->name, obj->path, why);
+    return rs;
   }
   /* Hash what goes to the driver: the file may have changed since the pack was opened. */
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  if (size > INGOT_MAX_CODE_OBJECT_BYTES || EVP_Digest(image, size, md, &len, EVP_sha256(), NULL) != 1 ||
+  if (EVP_Digest(image, size, md, &len, EVP_sha256(), NULL) != 1 ||
       len != 32 || memcmp(md, obj->sha256, 32) != 0) {
     free(image);
     ingot_format(err, n, "kernel %s: %s changed since the pack was opened (sha256 differs)", k->name, obj->path);

@@ -200,6 +200,49 @@ static void test_dynamic_lds(const ingot_attention_buffers *b, void *ws) {
   remove_pack_copy(dir);
 }
 
+/* The code object is read again at the first execute (the bytes handed to the
+ * driver are hashed again): one replaced since the open by a FIFO is refused
+ * without being opened (an open would block), one with other bytes by its
+ * sha256; nothing is loaded or launched either way. */
+static void test_object_replaced_after_open(const ingot_attention_buffers *b, void *ws) {
+  for (int fifo = 1; fifo >= 0; --fifo) {
+    char dir[1024];
+    CHECK(copy_pack(g_pack, dir, sizeof dir));
+    static fake_dev f[2];
+    f[fifo].expect = b;
+    ingot_context *ctx = fake_context_for(&f[fifo], dir);
+    ingot_attention_graph g = seed_graph(rnd_range(64, 65536), INGOT_MASK_NONE);
+    ingot_plan *plan = NULL;
+    CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_OK);
+    const ingot_code_object *obj = plan ? ingot_kernel_object(plan->kernel, "gfx942") : NULL;
+    CHECK(obj != NULL);
+    if (obj != NULL) {
+      CHECK(unlink(obj->path) == 0);
+      if (fifo) {
+        CHECK(mkfifo(obj->path, 0600) == 0);
+      } else {
+        FILE *o = fopen(obj->path, "wb");
+        CHECK(o != NULL);
+        if (o != NULL) {
+          fprintf(o, "not the object the pack was opened with %u", (unsigned)rnd());
+          fclose(o);
+        }
+      }
+      alarm(60); /* a blocking open fails the test instead of hanging it */
+      char err[512] = "";
+      CHECK_STATUS(ingot_plan_execute_ex(plan, NULL, b, ws, ingot_plan_workspace_size(plan), err, sizeof err),
+                   INGOT_INVALID_PACK);
+      alarm(0);
+      CHECK_HAS(err, fifo ? "not a regular file (a FIFO) (allowed: a regular file)"
+                          : "changed since the pack was opened (sha256 differs)");
+      CHECK(atomic_load(&f[fifo].loads) == 0 && atomic_load(&f[fifo].launches) == 0);
+    }
+    ingot_plan_destroy(plan);
+    ingot_context_destroy(ctx);
+    remove_pack_copy(dir);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: test_execute PACKDIR\n");
@@ -280,5 +323,6 @@ int main(int argc, char **argv) {
   CHECK(atomic_load(&w.unloads) == 1);
 
   test_dynamic_lds(&b, ws);
+  test_object_replaced_after_open(&b, ws);
   return test_finish("test_execute");
 }
