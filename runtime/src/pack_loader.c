@@ -846,7 +846,7 @@ static int check_object(loader *L, const char *file, const char *opath, json_t *
   if (sig == NULL) return 0;
   ingot_format(path, sizeof path, "%s.signature", opath);
   if (json_array_size(sig) != pack->num_sig)
-    return fail(L, INGOT_INVALID_PACK, file, path, "%zu arguments (allowed: %zu, as the UDD's signature)",
+    return fail(L, INGOT_INVALID_PACK, file, path, "%zu arguments (allowed: %zu, as the UDD's kernarg signature)",
                 json_array_size(sig), pack->num_sig);
   size_t i;
   json_t *a;

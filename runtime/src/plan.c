@@ -246,7 +246,7 @@ static ingot_status load_module(const ingot_context *ctx, ingot_kernel *k, char 
     }
     if (count == 0) continue; /* the driver cannot say */
     if ((size_t)count != pack->num_sig) {
-      ingot_format(err, n, "kernel %s: %s in %s takes %d parameters, the UDD signature %zu", k->name,
+      ingot_format(err, n, "kernel %s: %s in %s takes %d parameters, the UDD's kernarg signature %zu", k->name,
                    k->symbols[e], obj->path, count, pack->num_sig);
       s = INGOT_INVALID_PACK;
       break;

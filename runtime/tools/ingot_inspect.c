@@ -541,7 +541,7 @@ static int cmd_sign(int argc, char **argv) {
       printf("%s: Ed25519 signature of %s (it pins every descriptor and code object by sha256)\n", sig_path, kdp);
       rc = 0;
     } else {
-      fprintf(stderr, "%s: cannot write the signature\n", sig_path);
+      fprintf(stderr, "%s: cannot write the Ed25519 signature\n", sig_path);
       remove(tmp);
     }
   }
@@ -569,7 +569,7 @@ static int cmd_verify(int argc, char **argv) {
   int rc = EXIT_ERROR;
   if (ingot_context_require_signature(ctx, raw, len) != INGOT_OK) fprintf(stderr, "%s\n", ingot_context_last_error(ctx));
   else if (open_packs(ctx, argv, argc)) rc = 0;
-  for (int i = 0; rc == 0 && i < argc; ++i) printf("%s: signature verified\n", argv[i]);
+  for (int i = 0; rc == 0 && i < argc; ++i) printf("%s: Ed25519 signature verified\n", argv[i]);
   ingot_context_destroy(ctx);
   return rc;
 }

@@ -341,7 +341,7 @@ static void test_kernarg_signature_mismatch(void) {
     default: /* one argument fewer */
       json_array_remove(sig, json_array_size(sig) - 1);
       snprintf(want, sizeof want, "kernel_source.objects.%s.signature: %zu arguments", arch, json_array_size(sig));
-      needle2 = "as the UDD's signature";
+      needle2 = "as the UDD's kernarg signature";
       break;
     }
     save_json(dir, "test_seed.kdp.json", kdp);
