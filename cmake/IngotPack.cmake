@@ -62,14 +62,29 @@ function(ingot_add_pack)
   else()
     set(want ${pack_archs})
   endif()
+  # Per arch, the compiler and its flags come from the generator's arch table
+  # (`compile` in the listing: ["clang" | "nvcc", flag...]); none are written here.
   set(archs)
   foreach(a IN LISTS want)
     if(NOT a IN_LIST pack_archs)
       message(FATAL_ERROR "ingot_add_pack(${P_NAME}): arch ${a} is not in the config (it has: ${pack_archs})")
     endif()
-    if(a MATCHES "^sm_" AND NOT INGOT_NVCC)
-      message(WARNING "ingot: nvcc not found; ${a} code objects of pack ${P_NAME} are skipped")
-      continue()
+    string(JSON n_words LENGTH "${listing}" 0 compile ${a})
+    string(JSON compiler_${a} GET "${listing}" 0 compile ${a} 0)
+    set(flags_${a})
+    math(EXPR last "${n_words} - 1")
+    foreach(i RANGE 1 ${last})
+      string(JSON f GET "${listing}" 0 compile ${a} ${i})
+      list(APPEND flags_${a} "${f}")
+    endforeach()
+    if(compiler_${a} STREQUAL "nvcc")
+      if(NOT INGOT_NVCC)
+        message(WARNING "ingot: nvcc not found; ${a} code objects of pack ${P_NAME} are skipped")
+        continue()
+      endif()
+    elseif(NOT compiler_${a} STREQUAL "clang")
+      message(FATAL_ERROR "ingot_add_pack(${P_NAME}): arch ${a} names compiler '${compiler_${a}}' "
+                          "(allowed: clang, nvcc)")
     endif()
     list(APPEND archs ${a})
   endforeach()
@@ -103,14 +118,13 @@ function(ingot_add_pack)
       endif()
       # `depfile`: each compile also writes the headers it read, so a header edit rebuilds
       # the kernels that include it and nothing else.
-      if(a MATCHES "^sm_")
+      if(compiler_${a} STREQUAL "nvcc")
         set(obj "${obj_root}/${a}/${inst}.${a}.cubin")
-        set(cmd ${INGOT_NVCC} -x cu -std=c++17 -cubin -arch=${a} -O3 -I "${INGOT_TEMPLATE_DIR}" -o "${obj}" "${src}")
+        set(cmd ${INGOT_NVCC} ${flags_${a}} -I "${INGOT_TEMPLATE_DIR}" -o "${obj}" "${src}")
         set(depfile -MD -MF "${obj}.d")
       else()
         set(obj "${obj_root}/${a}/${inst}.${a}.co")
-        set(cmd ${INGOT_CLANG} -x hip -std=c++17 --offload-arch=${a} -nogpuinc -nogpulib --cuda-device-only
-                --no-gpu-bundle-output -O3 -I "${INGOT_TEMPLATE_DIR}" -o "${obj}" "${src}")
+        set(cmd ${INGOT_CLANG} ${flags_${a}} -I "${INGOT_TEMPLATE_DIR}" -o "${obj}" "${src}")
         # clang's driver writes no depfile for a device-only job (-MD); cc1 does, asked directly.
         set(depfile -Xclang -dependency-file -Xclang "${obj}.d" -Xclang -MT -Xclang "${obj}")
       endif()
@@ -131,6 +145,7 @@ function(ingot_add_pack)
     OUTPUT "${stamp}"
     COMMAND ${env} ${INGOT_PYTHON} -m ingot package --quiet --generated "${gen_dir}" --objects "${obj_root}"
             --out "${P_OUTPUT_DIR}" --archs "${arch_csv}" --readelf "${INGOT_READELF}"
+            --objdump "${INGOT_OBJDUMP}"
     # the generator too: a change to what packaging writes (package.py) repackages
     DEPENDS ${objects} ${gen_outputs} ${generator_sources}
     COMMENT "ingot: packaging ${P_NAME} (${arch_csv})"

@@ -4,7 +4,8 @@
 # the runtime needs none of it).
 #
 # Sets (cache): INGOT_CLANG (clang-22), INGOT_LLD (ld.lld-22, which clang-22 links
-# AMDGPU code objects with), INGOT_READELF (llvm-readelf-22), INGOT_NVCC (on PATH
+# AMDGPU code objects with), INGOT_READELF (llvm-readelf-22), INGOT_OBJDUMP
+# (llvm-objdump-22, the AMD disassembly), INGOT_NVCC (on PATH
 # or in /usr/local/cuda/bin; empty when missing: sm_90 is skipped with a warning)
 # and INGOT_PYTHON (Debian's /usr/bin/python3, which has jinja2 and yaml; a
 # python3 earlier on PATH, from pyenv or a venv, may lack them). A missing
@@ -24,6 +25,10 @@ macro(ingot_find_tools)
   find_program(INGOT_READELF NAMES llvm-readelf-22)
   if(NOT INGOT_READELF)
     message(FATAL_ERROR "llvm-readelf-22 not found: packaging reads code-object metadata with it (apt-get install llvm-22)")
+  endif()
+  find_program(INGOT_OBJDUMP NAMES llvm-objdump-22)
+  if(NOT INGOT_OBJDUMP)
+    message(FATAL_ERROR "llvm-objdump-22 not found: packaging counts AGPR spills in the AMD disassembly with it (apt-get install llvm-22)")
   endif()
   find_program(INGOT_NVCC NAMES nvcc HINTS /usr/local/cuda/bin)
   if(NOT INGOT_NVCC)

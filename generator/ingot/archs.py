@@ -1,7 +1,14 @@
 """The arch table: one entry per target. Everything arch-specific the generator
-and the build need is data here (vendor, wave size, compiler, flags, suffix)."""
+and the build need is data here (vendor, wave size, compiler, flags, suffix).
+The build compiles with exactly these flags: IngotPack.cmake reads them from
+`ingot list --json` (key `compile`), so they are written nowhere else."""
 
 from dataclasses import dataclass
+
+# Code object v5 (EI_ABIVERSION 3): clang-22 defaults to v6, which ROCm
+# releases before 6.3 refuse; every ROCm 6.0+ runtime loads v4 and v5, and the
+# flag changes no instruction (tools/amd_code_object_diff.py shows it).
+AMD_CODE_OBJECT_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -15,21 +22,27 @@ class Arch:
     max_lds_bytes: int  # static LDS / shared memory one workgroup may use
     max_registers: int  # per lane, before spilling
     max_dynamic_lds_bytes: int  # LDS one workgroup may take at launch (NVIDIA: opt-in per function)
+    code_object_version: int = 0  # AMD: the HSA code object version built (0: not an AMD object)
+
+
+def _amd(name, max_lds):
+    return Arch(name, "amd", 64, "clang",
+                ("-x", "hip", "-std=c++17", f"--offload-arch={name}", "-nogpuinc", "-nogpulib",
+                 "--cuda-device-only", "--no-gpu-bundle-output",
+                 f"-mcode-object-version={AMD_CODE_OBJECT_VERSION}", "-O3"),
+                "co", max_lds, 512, max_lds, AMD_CODE_OBJECT_VERSION)
 
 
 ARCHS = {
-    "gfx942": Arch("gfx942", "amd", 64, "clang",
-                   ("-x", "hip", "-std=c++17", "--offload-arch=gfx942", "-nogpuinc", "-nogpulib",
-                    "--cuda-device-only", "--no-gpu-bundle-output", "-O3"),
-                   "co", 65536, 512, 65536),
-    "gfx950": Arch("gfx950", "amd", 64, "clang",
-                   ("-x", "hip", "-std=c++17", "--offload-arch=gfx950", "-nogpuinc", "-nogpulib",
-                    "--cuda-device-only", "--no-gpu-bundle-output", "-O3"),
-                   "co", 163840, 512, 163840),
+    "gfx942": _amd("gfx942", 65536),
+    "gfx950": _amd("gfx950", 163840),
     "sm_90": Arch("sm_90", "nvidia", 32, "nvcc",
                   ("-x", "cu", "-std=c++17", "-cubin", "-arch=sm_90", "-O3"),
                   "cubin", 49152, 255, 232448),
 }
+
+# EI_ABIVERSION (byte 8 of an AMDGPU HSA ELF header) -> code object version.
+AMD_ABI_VERSIONS = {2: 4, 3: 5, 4: 6}
 
 
 def known_archs():

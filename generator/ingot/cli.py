@@ -8,6 +8,7 @@ import os
 import sys
 
 from ingot import __version__
+from ingot.archs import ARCHS
 from ingot.config import validate_and_expand
 from ingot.errors import ConfigError, ConfigErrors, Mark, printable
 from ingot.load import load_bytes, read_config
@@ -144,7 +145,9 @@ def cmd_list(args):
         import json
         out = []
         for name, (pack, files) in sorted(rendered.items()):
+            # `compile`: per arch, the compiler and its flags from the arch table (the build's only source).
             out.append({"pack": name, "archs": list(pack.archs),
+                        "compile": {a: [ARCHS[a].compiler, *ARCHS[a].flags] for a in pack.archs},
                         "instances": [i.name for i in pack.instances], "files": sorted(files)})
         print(json.dumps(out, indent=1, sort_keys=True))
         return EXIT_OK
@@ -161,7 +164,8 @@ def cmd_package(args):
     from ingot.package import package_pack
 
     archs = [a for a in args.archs.split(",") if a] if args.archs else None
-    return package_pack(args.generated, args.objects, args.out, args.readelf, archs, quiet=args.quiet)
+    return package_pack(args.generated, args.objects, args.out, args.readelf, archs, quiet=args.quiet,
+                        objdump=args.objdump)
 
 
 def cmd_census(args):
@@ -197,6 +201,7 @@ def main(argv=None):
     s.add_argument("--objects", required=True, help="folder holding <arch>/<instance>.<arch>.<suffix>")
     s.add_argument("--out", required=True, help="pack folder to write (build/packs/<pack>)")
     s.add_argument("--readelf", default="llvm-readelf-22")
+    s.add_argument("--objdump", default="llvm-objdump-22", help="disassembles AMD objects (AGPR spills)")
     s.add_argument("--archs", default="", help="comma-separated archs to package (default: all of the pack's)")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(fn=cmd_package)

@@ -1,15 +1,20 @@
 """Reading code objects back: the kernarg signature and resource usage of each
 kernel, from the code object itself (never from the compiler's console).
 
-AMD (gfx*): the NT_AMDGPU_METADATA note, as `llvm-readelf --notes` prints it.
+AMD (gfx*): the NT_AMDGPU_METADATA note, as `llvm-readelf --notes` prints it,
+the code object version from the ELF header, and AGPRs used as spill space,
+counted from the disassembly (`llvm-objdump -d`).
 NVIDIA (cubin): the ELF's .nv.info sections (EIATTR records: KPARAM_INFO for the
 parameters, REGCOUNT and FRAME_SIZE per kernel), the .nv.shared.<kernel>
 section for static shared memory, and the symbol table for code size."""
 
+import re
 import struct
 import subprocess
 
 import yaml
+
+from ingot.archs import AMD_ABI_VERSIONS
 
 
 class CodeObjectError(Exception):
@@ -148,7 +153,49 @@ def read_cubin(path):
 
 # ---- AMD code objects -------------------------------------------------------------
 
-def read_amd(path, readelf):
+ELFOSABI_AMDGPU_HSA = 64
+
+
+def amd_code_object_version(data, path):
+    """The HSA code object version (4, 5, 6) from EI_OSABI and EI_ABIVERSION."""
+    if len(data) < 16 or data[:4] != b"\x7fELF":
+        raise CodeObjectError(f"{path}: not an ELF file")
+    if data[7] != ELFOSABI_AMDGPU_HSA:
+        raise CodeObjectError(f"{path}: EI_OSABI {data[7]}, not {ELFOSABI_AMDGPU_HSA} (AMDGPU HSA)")
+    version = AMD_ABI_VERSIONS.get(data[8])
+    if version is None:
+        known = ", ".join(f"{abi} (v{v})" for abi, v in sorted(AMD_ABI_VERSIONS.items()))
+        raise CodeObjectError(f"{path}: EI_ABIVERSION {data[8]} is no known code object version (known: {known})")
+    return version
+
+
+_FUNCTION = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
+_ACCVGPR_MOVE = re.compile(r"^\s*v_accvgpr_(read|write|mov)_b32\b")
+_MFMA = re.compile(r"^\s*v_(s)?mfma")
+
+
+def amd_register_moves(path, objdump, mcpu):
+    """{function: (AGPR moves, MFMA instructions)} from the disassembly."""
+    try:
+        out = subprocess.run([objdump, "-d", f"--mcpu={mcpu}", path], check=True, capture_output=True,
+                             text=True).stdout
+    except FileNotFoundError:
+        raise CodeObjectError(f"{objdump} not found: install package llvm-22") from None
+    except subprocess.CalledProcessError as e:
+        raise CodeObjectError(f"{objdump} -d {path} failed: {e.stderr.strip()}") from None
+    counts, current = {}, None
+    for line in out.splitlines():
+        m = _FUNCTION.match(line)
+        if m:
+            current = m.group(1)
+            counts[current] = [0, 0]
+        elif current is not None:
+            counts[current][0] += bool(_ACCVGPR_MOVE.match(line))
+            counts[current][1] += bool(_MFMA.match(line))
+    return {name: tuple(c) for name, c in counts.items()}
+
+
+def read_amd(path, readelf, objdump, mcpu):
     try:
         out = subprocess.run([readelf, "--notes", path], check=True, capture_output=True, text=True).stdout
     except FileNotFoundError:
@@ -160,17 +207,27 @@ def read_amd(path, readelf):
         raise CodeObjectError(f"{path}: no AMDGPU metadata note")
     meta = yaml.safe_load(out[start:end])
     with open(path, "rb") as f:
-        sizes = _function_sizes(Elf(f.read(), path))
+        data = f.read()
+    sizes = _function_sizes(Elf(data, path))
+    version = amd_code_object_version(data, path)
+    moves = amd_register_moves(path, objdump, mcpu)
     kernels = {}
     for k in meta.get("amdhsa.kernels", []):
         args = [a for a in k.get(".args", []) if not a.get(".value_kind", "").startswith("hidden_")]
+        # On gfx90a and later the AGPRs are part of the one VGPR file and .vgpr_count
+        # already includes them. A kernel without MFMA has no use for an AGPR but to
+        # park a VGPR's value there: each one it uses is a spilled register.
+        agpr = k.get(".agpr_count", 0)
+        n_moves, n_mfma = moves.get(k[".name"], (0, 0))
+        agpr_spill = agpr if n_moves and not n_mfma else 0
         kernels[k[".name"]] = {
             "signature": [{"kind": a[".value_kind"], "offset": a[".offset"], "size": a[".size"]} for a in args],
             "kernarg_size": max((a[".offset"] + a[".size"] for a in args), default=0),
+            "code_object_version": version,
             "resources": {
                 "vgpr": k.get(".vgpr_count", 0), "sgpr": k.get(".sgpr_count", 0),
-                "agpr": k.get(".agpr_count", 0),
-                "spill": k.get(".vgpr_spill_count", 0) + k.get(".sgpr_spill_count", 0),
+                "agpr": agpr, "agpr_spill": agpr_spill,
+                "spill": k.get(".vgpr_spill_count", 0) + k.get(".sgpr_spill_count", 0) + agpr_spill,
                 "scratch": k.get(".private_segment_fixed_size", 0),
                 "lds": k.get(".group_segment_fixed_size", 0),
                 "wavefront_size": k.get(".wavefront_size", 0),

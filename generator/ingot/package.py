@@ -51,15 +51,15 @@ def _check_signature(obj_path, symbol, got, udd, vendor):
                                f"{w['offset']} size {w['size']}")
 
 
-def package_pack(generated, objects, out, readelf, archs=None, quiet=False):
+def package_pack(generated, objects, out, readelf, archs=None, quiet=False, objdump="llvm-objdump-22"):
     try:
-        return _package(generated, objects, out, readelf, archs, quiet)
+        return _package(generated, objects, out, readelf, objdump, archs, quiet)
     except (PackageError, CodeObjectError, OSError, KeyError, ValueError) as e:
         print(f"ingot package: error: {e}", file=sys.stderr)
         return 1
 
 
-def _package(generated, objects, out, readelf, archs, quiet):
+def _package(generated, objects, out, readelf, objdump, archs, quiet):
     desc_dir = os.path.join(generated, "descriptors")
     kdps = glob.glob(os.path.join(desc_dir, "*.kdp.json"))
     if len(kdps) != 1:
@@ -101,7 +101,8 @@ def _package(generated, objects, out, readelf, archs, quiet):
                 obj_path = os.path.join(objects, arch.name, fname)
                 if not os.path.isfile(obj_path):
                     raise PackageError(f"{obj_path}: code object missing for kernel {inst} on {arch.name}")
-                kernels = read_amd(obj_path, readelf) if arch.vendor == "amd" else read_cubin(obj_path)
+                kernels = (read_amd(obj_path, readelf, objdump, arch.name) if arch.vendor == "amd"
+                           else read_cubin(obj_path))
                 resources = {}
                 for entry, symbol in sorted(src["symbols"].items()):
                     if symbol not in kernels:
@@ -114,6 +115,10 @@ def _package(generated, objects, out, readelf, archs, quiet):
                 shutil.copyfile(obj_path, os.path.join(stage, rel))
                 sha = _sha256_file(os.path.join(stage, rel))
                 first = kernels[src["symbols"]["split"]]
+                if arch.vendor == "amd" and first["code_object_version"] != arch.code_object_version:
+                    raise PackageError(f"{obj_path}: code object v{first['code_object_version']}, but the arch "
+                                       f"table builds {arch.name} as v{arch.code_object_version} "
+                                       f"(-mcode-object-version={arch.code_object_version}); rebuild it")
                 objs[arch.name] = {
                     "path": rel, "sha256": sha, "kernarg_size": first["kernarg_size"],
                     "signature": [{"kind": w["kind"], "offset": g["offset"], "size": g["size"]}
@@ -123,6 +128,9 @@ def _package(generated, objects, out, readelf, archs, quiet):
                     "dynamic_lds": {e: int(src.get("dynamic_lds", {}).get(arch.name, {}).get(e, 0))
                                     for e in sorted(src["symbols"])},
                 }
+                if arch.vendor == "amd":
+                    # What the loader checks against the ELF header (docs/INTERNALS.md §2).
+                    objs[arch.name]["code_object_version"] = first["code_object_version"]
             kd["kernel_source"] = {"kind": "code_object", "symbols": src["symbols"], "objects": objs}
         # The descriptors as copied: the runtime refuses a folder whose files differ from these.
         kdp["descriptors"] = {name: _sha256_file(os.path.join(stage, name))
@@ -159,7 +167,7 @@ def census_rows(pack_dir):
                 regs = r.get("registers", r.get("vgpr", 0))
                 dyn = obj.get("dynamic_lds", {}).get(entry, 0)
                 rows.append((kdp["name"], kd["name"], arch, entry, regs, r.get("sgpr", "-"), r["spill"],
-                             r["scratch"], r["lds"], dyn, r["code_bytes"]))
+                             r["scratch"], r["lds"], dyn, r["code_bytes"], r.get("agpr_spill", 0)))
     return kdp, rows
 
 
@@ -171,15 +179,16 @@ def print_census(pack_dirs):
             archs = sorted({r[2] for r in rows})
             print(f"pack {kdp['name']}: {len(kdp['kernelDescriptors'])} kernels, archs {', '.join(archs)}, "
                   f"{len(rows)} entry points")
-            print(f"  {'kernel':58} {'arch':7} {'entry':6} {'regs':>5} {'sgpr':>5} {'spill':>6} "
+            # spill: registers spilled, to scratch or (AMD) to AGPRs; "in agpr" says how many went there
+            print(f"  {'kernel':58} {'arch':7} {'entry':6} {'regs':>5} {'sgpr':>5} {'spill':>6} {'in agpr':>7} "
                   f"{'scratch':>8} {'lds':>7} {'dyn lds':>7} {'code':>7}")
-            for _p, k, arch, entry, regs, sgpr, spill, scratch, lds, dyn, code in rows:
-                print(f"  {k:58} {arch:7} {entry:6} {regs:>5} {sgpr!s:>5} {spill:>6} {scratch:>8} {lds:>7} "
-                      f"{dyn:>7} {code:>7}")
+            for _p, k, arch, entry, regs, sgpr, spill, scratch, lds, dyn, code, agpr_spill in rows:
+                print(f"  {k:58} {arch:7} {entry:6} {regs:>5} {sgpr!s:>5} {spill:>6} {agpr_spill:>7} {scratch:>8} "
+                      f"{lds:>7} {dyn:>7} {code:>7}")
             for arch in archs:
                 worst = [r for r in rows if r[2] == arch]
                 print(f"  {arch}: {len(worst) // 2} kernels, max regs {max(r[4] for r in worst)}, "
-                      f"spills {sum(r[6] for r in worst)}, scratch {sum(r[7] for r in worst)}, "
+                      f"spills {sum(r[6] for r in worst)} ({sum(r[11] for r in worst)} in AGPRs), scratch {sum(r[7] for r in worst)}, "
                       f"max lds {max(r[8] for r in worst)}, max dynamic lds {max(r[9] for r in worst)}")
             total += len(kdp["kernelDescriptors"])
         print(f"census: {len(pack_dirs)} pack(s), {total} kernels")

@@ -37,7 +37,8 @@ INGOT_API ingot_status ingot_context_create_host(const char *arch, ingot_context
   ctx->backend = INGOT_BACKEND_NONE;
   if (arch != NULL) ingot_format(ctx->arch, sizeof ctx->arch, "%s", arch);
   ctx->wave_size = ingot_arch_wave_size(arch);
-  ctx->compute_units = INGOT_HOST_COMPUTE_UNITS;
+  /* Without an arch, each plan takes the units of the arch it plans for (plan.c). */
+  ctx->compute_units = arch != NULL ? ingot_arch_compute_units(arch) : 0;
   atomic_init(&ctx->refs, 1);
   *out = ctx;
   return INGOT_OK;
@@ -91,7 +92,7 @@ INGOT_API ingot_status ingot_context_create_ex(ingot_backend backend, int ordina
   ctx->ops = ops;
   memcpy(ctx->arch, arch, sizeof arch);
   ctx->wave_size = wave > 0 ? wave : ingot_arch_wave_size(arch);
-  ctx->compute_units = cus > 0 ? cus : INGOT_HOST_COMPUTE_UNITS;
+  ctx->compute_units = cus > 0 ? cus : ingot_arch_compute_units(arch);
   atomic_init(&ctx->refs, 1);
   *out = ctx;
   return INGOT_OK;

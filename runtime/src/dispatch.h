@@ -37,7 +37,7 @@ typedef struct ingot_ad_kernel_meta {
 
 typedef struct ingot_device_caps {
   int wave_size;       /* 32 on NVIDIA, 64 on gfx942/gfx950 */
-  int compute_units;   /* SMs / CUs; 0 when unknown (host context: planning assumes 132) */
+  int compute_units;   /* SMs / CUs; 0 when unknown (host context: its arch's, ingot_arch_compute_units) */
   size_t max_lds_bytes;
   int blocks_per_cu;   /* split workgroups of the chosen kernel that fit on one CU at once,
                           from its registers and LDS; 0 when unknown */

@@ -29,7 +29,10 @@
 #define INGOT_MAX_ENTRY_POINTS INGOT_MAX_LAUNCHES
 #define INGOT_MAX_ARCHS 16
 #define INGOT_ARCH_NAME_BYTES 32
-#define INGOT_HOST_COMPUTE_UNITS 132 /* what a host context plans for */
+/* AMD code object versions the loader accepts: what every ROCm 6.0+ runtime
+ * loads (v6 needs ROCm 6.3+; docs/INTERNALS.md section 2). */
+#define INGOT_AMD_CODE_OBJECT_MIN 4
+#define INGOT_AMD_CODE_OBJECT_MAX 5
 
 /* ---- a growable string (error messages, decline reports) ---------------- */
 typedef struct ingot_strbuf {
@@ -228,6 +231,10 @@ struct ingot_plan {
 const ingot_dispatch_plan *ingot_plan_dispatch_info(const ingot_plan *plan);
 
 int ingot_arch_wave_size(const char *arch); /* 32 sm_*, 64 gfx*, 0 unknown */
+/* Compute units (CUs, SMs) of the arch's product, what a host context plans
+ * for: gfx942 304 (MI300X), gfx950 256 (MI355X), sm_90 132 (H200); an arch
+ * outside the table (or NULL) gets 132. A device context has its device's. */
+int ingot_arch_compute_units(const char *arch);
 size_t ingot_arch_max_lds(const char *arch);
 /* The most LDS one workgroup may take at launch (NVIDIA: with the function's
  * opt-in attribute; AMD: the arch's LDS); 0 for an unknown arch. */

@@ -794,6 +794,13 @@ static int relative_path_ok(const char *p) {
   return 1;
 }
 
+/* The HSA code object version of an AMDGPU ELF from its header (EI_OSABI 64,
+ * EI_ABIVERSION 2, 3, 4 = v4, v5, v6); -1 for anything else. */
+static int amd_code_object_version(const unsigned char *bytes, size_t size) {
+  if (size < 16 || bytes[7] != 64 /* ELFOSABI_AMDGPU_HSA */) return -1;
+  return bytes[8] >= 2 && bytes[8] <= 4 ? bytes[8] + 2 : -1;
+}
+
 static int check_object(loader *L, const char *file, const char *opath, json_t *o, ingot_pack *pack,
                         ingot_code_object *obj, const char *spath, const char *const *symbols) {
   const char *rel, *sha;
@@ -827,13 +834,26 @@ static int check_object(loader *L, const char *file, const char *opath, json_t *
   json_t *res = json_object_get(json_object_get(json_object_get(o, "resources"), "split"), "lds");
   obj->split_lds = json_is_integer(res) && json_integer_value(res) > 0 && json_integer_value(res) < (1 << 24)
                        ? (int)json_integer_value(res) : 0;
+  /* AMD: .vgpr_count already counts the AGPRs (one register file on gfx90a and
+   * later), so "agpr" is a part of "vgpr", never added to it. */
   json_t *split_res = json_object_get(json_object_get(o, "resources"), "split");
   json_t *regs = json_object_get(split_res, "registers");
-  json_t *vgpr = json_object_get(split_res, "vgpr"), *agpr = json_object_get(split_res, "agpr");
-  int64_t r = json_is_integer(regs) ? json_integer_value(regs)
-              : (json_is_integer(vgpr) ? json_integer_value(vgpr) : 0) +
-                    (json_is_integer(agpr) ? json_integer_value(agpr) : 0);
+  json_t *vgpr = json_object_get(split_res, "vgpr");
+  int64_t r = json_is_integer(regs) ? json_integer_value(regs) : json_is_integer(vgpr) ? json_integer_value(vgpr) : 0;
   obj->split_registers = r > 0 && r <= 1024 ? (int)r : 0;
+  /* AMD: the code object version the KDP claims, checked against the file below. */
+  int64_t claimed_version = 0;
+  const int amd = strncmp(obj->arch, "gfx", 3) == 0;
+  if (amd) {
+    if (!get_int(L, file, o, opath, "code_object_version", 1, INT32_MAX, &claimed_version)) return 0;
+    if (claimed_version < INGOT_AMD_CODE_OBJECT_MIN || claimed_version > INGOT_AMD_CODE_OBJECT_MAX) {
+      ingot_format(path, sizeof path, "%s.code_object_version", opath);
+      return fail(L, INGOT_INVALID_PACK, file, path,
+                  "%lld (allowed: %d..%d, the code object versions every ROCm 6.0+ runtime loads; v6 loads only on "
+                  "ROCm 6.3 and later: build with -mcode-object-version=5)",
+                  (long long)claimed_version, INGOT_AMD_CODE_OBJECT_MIN, INGOT_AMD_CODE_OBJECT_MAX);
+    }
+  }
   /* signature and kernarg_size against the UDD */
   int64_t ks;
   if (!get_int(L, file, o, opath, "kernarg_size", 1, INGOT_MAX_KERNARG_BYTES, &ks)) return 0;
@@ -915,7 +935,23 @@ static int check_object(loader *L, const char *file, const char *opath, json_t *
   ingot_strbuf why = {0};
   int missing = -1;
   int has = ingot_elf_check_entry_points(bytes, size, obj->arch, symbols, pack->num_entry_points, &missing, &why);
+  /* EI_OSABI and EI_ABIVERSION, past the header checks above: the version the
+   * HIP runtime will see is the one the KDP claims. */
+  const int file_version = has && amd ? amd_code_object_version(bytes, size) : 0;
+  const int os_abi = size > 8 ? bytes[7] : -1, abi_version = size > 8 ? bytes[8] : -1;
   free(bytes);
+  if (has && amd && file_version != claimed_version) {
+    ingot_format(path, sizeof path, "%s.code_object_version", opath);
+    if (file_version < 0)
+      return fail(L, INGOT_INVALID_PACK, file, path,
+                  "%lld, but %s has EI_OSABI %d, EI_ABIVERSION %d: no AMDGPU HSA code object version (allowed: "
+                  "EI_OSABI 64 with EI_ABIVERSION 2 (v4) or 3 (v5))",
+                  (long long)claimed_version, rel, os_abi, abi_version);
+    return fail(L, INGOT_INVALID_PACK, file, path,
+                "%lld, but %s is code object v%d (EI_ABIVERSION %d) (allowed: the file's version, one of v%d..v%d)",
+                (long long)claimed_version, rel, file_version, abi_version, INGOT_AMD_CODE_OBJECT_MIN,
+                INGOT_AMD_CODE_OBJECT_MAX);
+  }
   if (!has) {
     if (missing >= 0)
       ingot_format(path, sizeof path, "%s.symbols.%s", spath,

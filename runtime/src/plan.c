@@ -51,7 +51,7 @@ static ingot_status plan_kernel(const ingot_context *ctx, const char *arch, ingo
   const ingot_attention_graph *graph = &plan->graph;
   ingot_device_caps caps;
   caps.wave_size = ctx->wave_size > 0 ? ctx->wave_size : ingot_arch_wave_size(arch);
-  caps.compute_units = ctx->compute_units > 0 ? ctx->compute_units : INGOT_HOST_COMPUTE_UNITS;
+  caps.compute_units = ctx->compute_units > 0 ? ctx->compute_units : ingot_arch_compute_units(arch);
   caps.max_lds_bytes = ingot_arch_max_lds(arch);
   const ingot_code_object *obj = ingot_kernel_object(k, arch);
   caps.blocks_per_cu = obj ? ingot_blocks_per_cu(arch, obj, k->meta.waves, caps.wave_size) : 0;

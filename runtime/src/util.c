@@ -87,6 +87,16 @@ int ingot_arch_wave_size(const char *arch) {
   return 0;
 }
 
+int ingot_arch_compute_units(const char *arch) {
+  static const struct {
+    const char *arch;
+    int units;
+  } table[] = {{"gfx942", 304}, {"gfx950", 256}, {"sm_90", 132}};
+  for (size_t i = 0; arch != NULL && i < sizeof table / sizeof table[0]; ++i)
+    if (strcmp(arch, table[i].arch) == 0) return table[i].units;
+  return 132; /* unknown: the H200's count, the one GPU this project measures on */
+}
+
 /* Static LDS a workgroup may hold (the kernels use static LDS only). */
 size_t ingot_arch_max_lds(const char *arch) {
   if (arch == NULL) return 0;

@@ -81,13 +81,15 @@ def fake_code_object_reader(entry_points, signature):
         kernels = {}
         for n, entry in enumerate(entry_points):
             if amd:
-                res = {"vgpr": 100 - 40 * n, "sgpr": 50, "agpr": 0, "spill": 0, "scratch": 0,
+                res = {"vgpr": 100 - 40 * n, "sgpr": 50, "agpr": 0, "agpr_spill": 0, "spill": 0, "scratch": 0,
                        "lds": 9344 - 1000 * n, "wavefront_size": ARCHS[arch].wave_size, "code_bytes": 4000 + n}
             else:
                 res = {"registers": 128 - 40 * n, "spill": 0, "scratch": 0, "lds": 9344 - 1000 * n,
                        "code_bytes": 3000 + n}
             kernels[f"{inst}_{entry}"] = {"signature": sig, "kernarg_size": signature[-1]["offset"] + signature[-1]["size"],
                                           "resources": res}
+            if amd:
+                kernels[f"{inst}_{entry}"]["code_object_version"] = ARCHS[arch].code_object_version
         return kernels
 
     return read

@@ -156,7 +156,8 @@ class PackagedDescriptorTest(unittest.TestCase):
             self.assertEqual(reference_errors(docs, pack_dir=out), [])
 
     def test_the_built_pack_validates(self):
-        pack = os.path.join(REPO, "build", "packs", "attention_decode")
+        # the build's own pack (set by CTest), not whatever build/ holds
+        pack = os.environ.get("INGOT_BUILT_PACK", os.path.join(REPO, "build", "packs", "attention_decode"))
         if not os.path.isfile(os.path.join(pack, "attention_decode.kdp.json")):
             self.skipTest(f"no built pack at {pack} (run the CMake build first)")
         docs = load_descriptor_dir(pack)
@@ -233,7 +234,7 @@ class NegativeControlTest(unittest.TestCase):
             ("umd", umd, lambda d: d["constraints"][0].update(op="ne")),
             ("umd", umd, lambda d: d["constraints"][0].update(field="temperature")),
             ("umd", umd, lambda d: d["constraints"][0].update(values=["bf16"])),  # eq takes value, not values
-            ("umd", umd, lambda d: d["constraints"][4].update(op="eq")),  # in's values under op eq
+            ("umd", umd, lambda d: d["constraints"][10].update(op="eq")),  # mask: in's values under op eq
             ("umd", umd, lambda d: d["constraints"][5].pop("max")),  # range needs min and max
             ("umd", umd, lambda d: d["constraints"][5].update(min="1")),
             ("umd", umd, lambda d: d["constraints"].append({"field": "dtype", "op": "power_of_two"})),

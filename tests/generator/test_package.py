@@ -18,11 +18,11 @@ from gen_support import (MINIMAL_CONFIG, REPO, fake_code_object_reader, package_
                          run_package, snapshot, write_fake_objects)
 
 from ingot.archs import ARCHS
-from ingot.codeobj import CodeObjectError, Elf, read_amd
+from ingot.codeobj import CodeObjectError, Elf, amd_code_object_version, amd_register_moves, read_amd
 from ingot.package import PackageError, _check_signature
 
 GENERATED = os.path.join(REPO, "generated", "attention_decode")
-CLANG, READELF = "/usr/bin/clang-22", "/usr/bin/llvm-readelf-22"
+CLANG, READELF, OBJDUMP = "/usr/bin/clang-22", "/usr/bin/llvm-readelf-22", "/usr/bin/llvm-objdump-22"
 
 
 def load_udd():
@@ -109,7 +109,7 @@ class ElfReaderTest(unittest.TestCase):
             with open(path, "wb") as f:
                 f.write(tiny_elf())
             with self.assertRaises(CodeObjectError) as cm:
-                read_amd(path, os.path.join(tmp, "no-such-readelf"))
+                read_amd(path, os.path.join(tmp, "no-such-readelf"), OBJDUMP, "gfx942")
             self.assertEqual(str(cm.exception), f"{os.path.join(tmp, 'no-such-readelf')} not found: "
                                                 "install package llvm-22")
 
@@ -120,12 +120,77 @@ class ElfReaderTest(unittest.TestCase):
             with open(path, "wb") as f:
                 f.write(tiny_elf())
             with self.assertRaises(CodeObjectError) as cm:
-                read_amd(path, READELF)
+                read_amd(path, READELF, OBJDUMP, "gfx942")
             self.assertEqual(str(cm.exception), f"{path}: no AMDGPU metadata note")
             with open(path, "wb") as f:
                 f.write(b"not an object")
             with self.assertRaisesRegex(CodeObjectError, rf"^{re.escape(READELF)} --notes {re.escape(path)} failed: "):
-                read_amd(path, READELF)
+                read_amd(path, READELF, OBJDUMP, "gfx942")
+
+
+class CodeObjectVersionTest(unittest.TestCase):
+    """EI_OSABI and EI_ABIVERSION: the version every AMD object is packaged with."""
+
+    def test_reads_v4_v5_and_v6(self):
+        for abi, version in ((2, 4), (3, 5), (4, 6)):
+            data = patch(patch(tiny_elf(), 7, "B", 64), 8, "B", abi)
+            self.assertEqual(amd_code_object_version(data, "k.gfx942.co"), version)
+
+    def test_refuses_another_os_abi_or_an_unknown_abi_version(self):
+        with self.assertRaises(CodeObjectError) as cm:
+            amd_code_object_version(patch(tiny_elf(), 8, "B", 3), "k.gfx942.co")
+        self.assertEqual(str(cm.exception), "k.gfx942.co: EI_OSABI 0, not 64 (AMDGPU HSA)")
+        for abi in (0, 1, 5, 255):
+            with self.subTest(abi=abi), self.assertRaises(CodeObjectError) as cm:
+                amd_code_object_version(patch(patch(tiny_elf(), 7, "B", 64), 8, "B", abi), "k.gfx942.co")
+            self.assertEqual(str(cm.exception), f"k.gfx942.co: EI_ABIVERSION {abi} is no known code object "
+                                                "version (known: 2 (v4), 3 (v5), 4 (v6))")
+        with self.assertRaises(CodeObjectError) as cm:
+            amd_code_object_version(b"\x7fELF\x02\x01", "k.gfx942.co")
+        self.assertEqual(str(cm.exception), "k.gfx942.co: not an ELF file")
+
+
+class AgprMovesTest(unittest.TestCase):
+    """AGPR moves and MFMA instructions per function, as a disassembly lists them
+    (a stand-in objdump prints a fixed listing; the built pack's objects are
+    checked against the real one in test_built_pack)."""
+
+    LISTING = """
+k.co:\tfile format elf64-amdgpu
+
+Disassembly of section .text:
+
+0000000000001000 <spills_split>:
+\tv_accvgpr_write_b32 a3, v2                                // 000000001000: D3D94003 18000102
+\tv_fma_f32 v1, v2, v3, v4                                  // 000000001008: D1CB0001 04120702
+\tv_accvgpr_read_b32 v2, a3                                 // 000000001010: D3D84002 18000103
+\tv_accvgpr_mov_b32 a4, a3                                  // 000000001018: D3D94004 18000103
+
+0000000000002000 <mfma_split>:
+\tv_accvgpr_write_b32 a0, 0                                 // 000000002000: D3D94000 18000080
+\tv_mfma_f32_16x16x16_bf16 a[0:3], v[0:1], v[2:3], a[0:3]  // 000000002008: D3E10000 04020500
+\tv_smfmac_f32_16x16x32_bf16 v[0:3], v[4:5], v[6:9], v10    // 000000002010: D3E20000 04020500
+
+0000000000003000 <plain_merge>:
+\ts_endpgm                                                  // 000000003000: BF810000
+"""
+
+    def test_counts_per_function(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tool = os.path.join(tmp, "objdump")
+            listing = os.path.join(tmp, "listing.txt")
+            with open(listing, "w", encoding="utf-8") as f:
+                f.write(self.LISTING)
+            with open(tool, "w", encoding="utf-8") as f:
+                f.write(f"#!/bin/sh\ntest \"$1 $2\" = \"-d --mcpu=gfx950\" || exit 3\ncat {shlex.quote(listing)}\n")
+            os.chmod(tool, 0o755)
+            self.assertEqual(amd_register_moves("k.co", tool, "gfx950"),
+                             {"spills_split": (3, 0), "mfma_split": (1, 2), "plain_merge": (0, 0)})
+            with self.assertRaisesRegex(CodeObjectError, rf"^{re.escape(tool)} -d k.co failed"):
+                amd_register_moves("k.co", tool, "gfx942")
+            with self.assertRaises(CodeObjectError) as cm:
+                amd_register_moves("k.co", os.path.join(tmp, "none"), "gfx942")
+            self.assertEqual(str(cm.exception), f"{os.path.join(tmp, 'none')} not found: install package llvm-22")
 
 
 class SignatureCheckTest(unittest.TestCase):
@@ -204,6 +269,9 @@ class PackagePackTest(unittest.TestCase):
             self.assertEqual(obj["resources"]["split"]["vgpr"], 100)
             self.assertEqual(obj["resources"]["merge"]["vgpr"], 60)
             self.assertEqual(src["objects"]["sm_90"]["resources"]["merge"]["registers"], 88)
+            # the AMD object's code object version is recorded; a cubin has none
+            self.assertEqual(obj["code_object_version"], 5)
+            self.assertNotIn("code_object_version", src["objects"]["sm_90"])
             # The NVIDIA signature takes its kinds from the UDD.
             self.assertEqual(src["objects"]["sm_90"]["signature"], obj["signature"])
             self.assertEqual(sorted(os.listdir(os.path.join(out, "code"))), ["gfx942", "sm_90"])
@@ -270,6 +338,25 @@ class PackagePackTest(unittest.TestCase):
             self.assertEqual(snapshot(out), before)
             self.assertEqual(sorted(os.listdir(os.path.dirname(out))), ["attention_decode"])  # no staging left
 
+    def test_an_object_of_another_code_object_version_is_an_error(self):
+        udd = load_udd()
+        fake = fake_code_object_reader(udd["entry_points"], udd["signature"])
+
+        def v6(path, *args):
+            kernels = fake(path, *args)
+            for k in kernels.values():
+                if "code_object_version" in k:
+                    k["code_object_version"] = 6
+            return kernels
+
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, out, stderr = package_with_fake_objects(GENERATED, tmp, archs=["gfx950"], reader=v6)
+            self.assertEqual(rc, 1)
+            self.assertRegex(stderr, r"^ingot package: error: .*/gfx950/attention_decode_[a-z0-9_]+\.gfx950\.co: "
+                                     r"code object v6, but the arch table builds gfx950 as v5 "
+                                     r"\(-mcode-object-version=5\); rebuild it\n$")
+            self.assertFalse(os.path.exists(out))
+
     def test_an_unknown_arch_is_an_error(self):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "packs", "attention_decode")
@@ -319,34 +406,64 @@ def cmake_compile_command(compiler_var):
     return shlex.split(m.group(1))
 
 
+def listed_compile_commands():
+    """`compile` of `ingot list --json` for the shipped config: what the build runs."""
+    rc, stdout, stderr = run_cli(["list", "--json", os.path.join(REPO, "configs", "attention_decode.yaml")])
+    if rc != 0:
+        raise AssertionError(stderr)
+    (entry,) = json.loads(stdout)
+    return entry["compile"]
+
+
 class CompileFlagsTest(unittest.TestCase):
+    """The flags live in the arch table only: the build takes them from `ingot list --json`."""
 
-    def test_the_arch_table_and_the_build_use_the_same_flags(self):
-        for var, arch in (("INGOT_CLANG", "gfx942"), ("INGOT_NVCC", "sm_90")):
+    def test_the_listing_gives_the_arch_tables_compiler_and_flags(self):
+        listed = listed_compile_commands()
+        self.assertEqual(sorted(listed), ["gfx942", "gfx950", "sm_90"])
+        for arch, words in sorted(listed.items()):
             with self.subTest(arch=arch):
-                cmd = [a.replace("${a}", arch) for a in cmake_compile_command(var)]
-                self.assertEqual(cmd[-5:], ["-I", "${INGOT_TEMPLATE_DIR}", "-o", "${obj}", "${src}"])
-                self.assertEqual(tuple(cmd[:-5]), ARCHS[arch].flags)
+                self.assertEqual(words, [ARCHS[arch].compiler, *ARCHS[arch].flags])
+        for arch in ("gfx942", "gfx950"):
+            self.assertIn("-mcode-object-version=5", listed[arch])
+            self.assertEqual(ARCHS[arch].code_object_version, 5)
+
+    def test_the_build_adds_only_includes_and_paths(self):
+        for var in ("INGOT_CLANG", "INGOT_NVCC"):
+            with self.subTest(compiler=var):
+                self.assertEqual(cmake_compile_command(var),
+                                 ["${flags_${a}}", "-I", "${INGOT_TEMPLATE_DIR}", "-o", "${obj}", "${src}"])
+        with open(os.path.join(REPO, "cmake", "IngotPack.cmake"), encoding="utf-8") as f:
+            text = f.read()
+        for flag in sorted({f for a in ARCHS.values() for f in a.flags if f.startswith("-")}):
+            self.assertNotIn(f" {flag}", text, f"IngotPack.cmake repeats the arch table's flag {flag}")
 
 
-@unittest.skipUnless(os.access(CLANG, os.X_OK) and os.access(READELF, os.X_OK),
-                     f"{CLANG} or {READELF} not installed")
+@unittest.skipUnless(os.access(CLANG, os.X_OK) and os.access(READELF, os.X_OK) and os.access(OBJDUMP, os.X_OK),
+                     f"{CLANG}, {READELF} or {OBJDUMP} not installed")
 class RealCodeObjectTest(unittest.TestCase):
     """One generated gfx942 kernel, compiled as the build compiles it, read back."""
 
     INSTANCE = "attention_decode_bf16_d128_g4_sq1_contig_w4t16_tc"
 
+    def compile(self, tmp, extra=()):
+        src = os.path.join(GENERATED, "kernels", "gfx942", f"{self.INSTANCE}.hip")
+        obj = os.path.join(tmp, f"{self.INSTANCE}.gfx942.co")
+        compiler, *flags = listed_compile_commands()["gfx942"]
+        self.assertEqual(compiler, "clang")
+        cmd = [CLANG, *flags, *extra, "-I", os.path.join(REPO, "templates"), "-o", obj, src]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return obj
+
     def test_compiled_kernel_matches_the_udd(self):
         udd = load_udd()
-        src = os.path.join(GENERATED, "kernels", "gfx942", f"{self.INSTANCE}.hip")
         with tempfile.TemporaryDirectory() as tmp:
-            obj = os.path.join(tmp, f"{self.INSTANCE}.gfx942.co")
-            subst = {"${a}": "gfx942", "${INGOT_TEMPLATE_DIR}": os.path.join(REPO, "templates"),
-                     "${obj}": obj, "${src}": src}
-            cmd = [CLANG] + [subst.get(a, a.replace("${a}", "gfx942")) for a in cmake_compile_command("INGOT_CLANG")]
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            kernels = read_amd(obj, READELF)
+            obj = self.compile(tmp)
+            with open(obj, "rb") as f:
+                header = f.read(16)
+            kernels = read_amd(obj, READELF, OBJDUMP, "gfx942")
+        self.assertEqual((header[7], header[8]), (64, 3))  # ELFOSABI_AMDGPU_HSA, code object v5
         self.assertEqual(sorted(kernels), [f"{self.INSTANCE}_merge", f"{self.INSTANCE}_split"])
         want = [{"kind": a["kind"], "offset": a["offset"], "size": a["size"]} for a in udd["signature"]]
         for sym, k in sorted(kernels.items()):
@@ -354,13 +471,20 @@ class RealCodeObjectTest(unittest.TestCase):
                 self.assertEqual(len(k["signature"]), 28)
                 self.assertEqual(k["signature"], want)
                 self.assertEqual(k["kernarg_size"], 196)
+                self.assertEqual(k["code_object_version"], 5)
                 self.assertIsNone(_check_signature(obj, sym, k, udd, "amd"))
                 r = k["resources"]
                 self.assertEqual(r["wavefront_size"], 64)
-                self.assertEqual((r["spill"], r["scratch"]), (0, 0))
+                self.assertEqual((r["spill"], r["agpr_spill"], r["scratch"]), (0, 0, 0))
                 self.assertGreater(r["vgpr"], 0)
                 self.assertGreater(r["lds"], 0)
                 self.assertGreater(r["code_bytes"], 0)
+
+    def test_clangs_default_v6_is_read_as_v6(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            obj = self.compile(tmp, extra=("-mcode-object-version=6",))
+            kernels = read_amd(obj, READELF, OBJDUMP, "gfx942")
+        self.assertEqual({k["code_object_version"] for k in kernels.values()}, {6})
 
 
 if __name__ == "__main__":

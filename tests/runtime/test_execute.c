@@ -243,6 +243,106 @@ static void test_object_replaced_after_open(const ingot_attention_buffers *b, vo
   }
 }
 
+/* Host contexts plan for their arch's product (ingot_arch_compute_units):
+ * MI300X's 304 CUs, MI355X's 256, the H200's 132; without an arch, each plan
+ * for the arch it plans for; a device context's own count wins. The count
+ * reaches the segment count: the stub's plan with the table's units matches,
+ * and for gfx942 at least one capacity plans otherwise with 132. */
+static void test_compute_units(void) {
+  static const struct {
+    const char *arch;
+    int units;
+  } kTable[] = {{"gfx942", 304}, {"gfx950", 256}, {"sm_90", 132}};
+  static const int64_t kCaps[] = {1024, 4096, 16384, 32768, 65536}; /* the seed kernel admits up to 64K */
+  for (size_t a = 0; a < sizeof kTable / sizeof kTable[0]; ++a) {
+    ingot_context *ctx = NULL;
+    CHECK_STATUS(ingot_context_create_host(kTable[a].arch, &ctx), INGOT_OK);
+    if (!ctx) continue;
+    CHECK(ingot_context_compute_units(ctx) == kTable[a].units);
+    CHECK_STATUS(ingot_context_open_pack(ctx, g_pack), INGOT_OK);
+    int differs = 0;
+    for (size_t c = 0; c < sizeof kCaps / sizeof kCaps[0]; ++c) {
+      ingot_attention_graph g = seed_graph(kCaps[c], INGOT_MASK_NONE);
+      ingot_plan *plan = NULL;
+      CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_OK);
+      if (!plan) continue;
+      CHECK(plan->caps.compute_units == kTable[a].units);
+      /* the same stub with 132 units, as every host plan had before */
+      ingot_device_caps h200 = plan->caps;
+      h200.compute_units = 132;
+      ingot_dispatch_plan other;
+      char err[384] = "";
+      CHECK_STATUS(plan->kernel->pack->dispatch->plan(&plan->kernel->meta, &plan->graph, &h200, &other, err,
+                                                      sizeof err), INGOT_OK);
+      differs += other.num_splits != ingot_plan_num_splits(plan);
+      ingot_plan_destroy(plan);
+    }
+    if (!strcmp(kTable[a].arch, "gfx942")) CHECK(differs > 0);
+    if (!strcmp(kTable[a].arch, "sm_90")) CHECK(differs == 0);
+    ingot_context_destroy(ctx);
+  }
+  /* no arch: the context names none, each plan takes its arch's */
+  ingot_context *ctx = NULL;
+  CHECK_STATUS(ingot_context_create_host(NULL, &ctx), INGOT_OK);
+  if (!ctx) return;
+  CHECK(ingot_context_compute_units(ctx) == 0);
+  CHECK_STATUS(ingot_context_open_pack(ctx, g_pack), INGOT_OK);
+  ingot_attention_graph g = seed_graph(rnd_range(64, 65536), INGOT_MASK_NONE);
+  ingot_plan *plan = NULL;
+  CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_OK);
+  if (plan) {
+    const char *arch = plan->kernel->objects[0].arch;
+    CHECK(plan->caps.compute_units == ingot_arch_compute_units(arch) && plan->caps.compute_units > 0);
+    ingot_plan_destroy(plan);
+  }
+  /* what a device context holds (context.c: the device's count) is what plans use */
+  ctx->compute_units = (int)rnd_range(1, 1000);
+  CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_OK);
+  if (plan) CHECK(plan->caps.compute_units == ctx->compute_units);
+  ingot_plan_destroy(plan);
+  ingot_context_destroy(ctx);
+  /* an arch outside the table: the H200's count */
+  CHECK(ingot_arch_compute_units("gfx90a") == 132 && ingot_arch_compute_units(NULL) == 132);
+}
+
+/* AMD registers are counted once: .vgpr_count holds the AGPRs (gfx90a and
+ * later), so a split of 200 VGPRs of which 100 are AGPRs fits two waves per
+ * SIMD (512 / 200), not one (as 300 would). */
+static void test_agprs_counted_once(void) {
+  char dir[1024];
+  CHECK(copy_pack(g_pack, dir, sizeof dir));
+  char p[1200];
+  snprintf(p, sizeof p, "%s/test_seed.kdp.json", dir);
+  json_error_t je;
+  json_t *kdp = json_load_file(p, 0, &je);
+  CHECK(kdp != NULL);
+  if (!kdp) return;
+  /* VGPRs of 160..256 with enough AGPRs among them that adding them would pass 256 */
+  const int vgpr = (int)rnd_range(160, 256), agpr = (int)rnd_range(257 - vgpr, vgpr - 1);
+  json_t *split = json_object_get(json_object_get(json_object_get(json_object_get(json_object_get(json_array_get(
+      json_object_get(kdp, "kernelDescriptors"), 0), "kernel_source"), "objects"), "gfx942"), "resources"), "split");
+  CHECK(split != NULL);
+  json_object_set_new(split, "vgpr", json_integer(vgpr));
+  json_object_set_new(split, "agpr", json_integer(agpr));
+  json_object_set_new(split, "lds", json_integer(1024));
+  CHECK(json_dump_file(kdp, p, JSON_INDENT(2)) == 0);
+  json_decref(kdp);
+  ingot_context *ctx = NULL;
+  CHECK_STATUS(ingot_context_create_host("gfx942", &ctx), INGOT_OK);
+  CHECK_STATUS(ingot_context_open_pack(ctx, dir), INGOT_OK);
+  if (ctx && ctx->num_packs == 1) {
+    const ingot_kernel *k = &ctx->packs[0]->kernels[0];
+    const ingot_code_object *obj = ingot_kernel_object(k, "gfx942");
+    CHECK(obj != NULL && obj->split_registers == vgpr);
+    /* 4 SIMDs x (512 / vgpr rounded up to 8) waves, over the kernel's waves */
+    const int per_simd = 512 / ((vgpr + 7) / 8 * 8);
+    if (obj) CHECK(ingot_blocks_per_cu("gfx942", obj, k->meta.waves, 64) == 4 * per_simd / k->meta.waves);
+    CHECK(per_simd >= 2 && 512 / ((vgpr + agpr + 7) / 8 * 8) == 1); /* the sum would have said 1 */
+  }
+  ingot_context_destroy(ctx);
+  remove_pack_copy(dir);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: test_execute PACKDIR\n");
@@ -324,5 +424,7 @@ int main(int argc, char **argv) {
 
   test_dynamic_lds(&b, ws);
   test_object_replaced_after_open(&b, ws);
+  test_compute_units();
+  test_agprs_counted_once();
   return test_finish("test_execute");
 }

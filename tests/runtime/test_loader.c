@@ -655,6 +655,84 @@ static void test_entry_points(void) {
   }
 }
 
+/* The AMD objects' code object version: the KDP's claim must be one every
+ * ROCm 6.0+ runtime loads (v4, v5) and the file's own (EI_OSABI 64 and
+ * EI_ABIVERSION 2 or 3). The built objects are v5 and claim it. */
+static void set_version_claim(const char *dir, const char *arch, json_t *value) {
+  json_t *kdp = load_json(dir, "test_seed.kdp.json");
+  json_t *obj = json_object_get(json_object_get(json_object_get(json_array_get(json_object_get(kdp,
+                                "kernelDescriptors"), 0), "kernel_source"), "objects"), arch);
+  CHECK(obj != NULL);
+  if (value) json_object_set_new(obj, "code_object_version", value);
+  else json_object_del(obj, "code_object_version");
+  save_json_only(dir, "test_seed.kdp.json", kdp);
+}
+
+static void test_code_object_version(void) {
+  char dir[1024], src[4096], tmp[4096], want[512];
+  /* accept first: what the build wrote */
+  json_t *kdp = load_json(g_pack, "test_seed.kdp.json");
+  const char *arch = NULL;
+  for (int a = 0; a < 2; ++a) {
+    const char *gfx = a ? "gfx950" : "gfx942";
+    json_t *obj = json_object_get(json_object_get(json_object_get(json_array_get(json_object_get(kdp,
+                                  "kernelDescriptors"), 0), "kernel_source"), "objects"), gfx);
+    CHECK(json_integer_value(json_object_get(obj, "code_object_version")) == 5);
+    unsigned char header[16] = {0};
+    snprintf(src, sizeof src, "%s/%s", g_pack, json_string_value(json_object_get(obj, "path")));
+    FILE *f = fopen(src, "rb");
+    CHECK(f != NULL && fread(header, 1, sizeof header, f) == sizeof header);
+    if (f) fclose(f);
+    CHECK(header[7] == 64 && header[8] == 3);
+  }
+  json_decref(kdp);
+  arch = rnd() % 2 ? "gfx950" : "gfx942";
+  /* the claim: missing, v6 (ROCm 6.3+ only), outside any version, a string */
+  for (int c = 0; c < 4; ++c) {
+    CHECK(copy_pack(g_pack, dir, sizeof dir));
+    const int64_t odd = rnd_range(7, 1000);
+    json_t *claim = c == 0 ? NULL : c == 1 ? json_integer(6) : c == 2 ? json_integer(odd) : json_string("5");
+    set_version_claim(dir, arch, claim);
+    snprintf(want, sizeof want, "kernelDescriptors[0].kernel_source.objects.%s.code_object_version: ", arch);
+    char value[256];
+    if (c == 1 || c == 2)
+      snprintf(value, sizeof value, "%lld (allowed: 4..5, the code object versions every ROCm 6.0+ runtime loads; "
+               "v6 loads only on ROCm 6.3 and later: build with -mcode-object-version=5)", c == 1 ? 6LL : (long long)odd);
+    else
+      snprintf(value, sizeof value, "%s (allowed: an integer in 1..2147483647)", c == 0 ? "missing" : "a string");
+    expect_refused(dir, "code object version claim", INGOT_INVALID_PACK, want, value);
+    remove_pack_copy(dir);
+  }
+  /* a claim of v4 on the v5 file */
+  CHECK(copy_pack(g_pack, dir, sizeof dir));
+  set_version_claim(dir, arch, json_integer(4));
+  snprintf(want, sizeof want, "objects.%s.code_object_version: 4, but code/%s/test_seed_bf16_d128_g4_sq1_contig_w4t16.%s.co "
+           "is code object v5 (EI_ABIVERSION 3) (allowed: the file's version, one of v4..v5)", arch, arch, arch);
+  expect_refused(dir, "v4 claimed on a v5 object", INGOT_INVALID_PACK, want, NULL);
+  remove_pack_copy(dir);
+  /* the file's header changed (consistently pinned): v6 (EI_ABIVERSION 4), an unknown 9, another OS ABI */
+  static const struct {
+    size_t at;
+    unsigned char byte;
+    const char *needle;
+  } kHeaders[] = {{8, 4, "5, but code/%s/other.bin is code object v6 (EI_ABIVERSION 4) (allowed: the file's version"},
+                  {8, 9, "5, but code/%s/other.bin has EI_OSABI 64, EI_ABIVERSION 9: no AMDGPU HSA code object version"},
+                  {7, 0, "5, but code/%s/other.bin has EI_OSABI 0, EI_ABIVERSION 3: no AMDGPU HSA code object version"}};
+  for (size_t c = 0; c < sizeof kHeaders / sizeof kHeaders[0]; ++c) {
+    CHECK(copy_pack(g_pack, dir, sizeof dir));
+    snprintf(src, sizeof src, "%s/code/%s/test_seed_bf16_d128_g4_sq1_contig_w4t16.%s.co", g_pack, arch, arch);
+    snprintf(tmp, sizeof tmp, "%s/../mutated.bin", dir);
+    write_mutated(src, tmp, 1 << 20, kHeaders[c].at, kHeaders[c].byte);
+    repoint_object(dir, arch, tmp);
+    unlink(tmp);
+    char needle[512];
+    snprintf(needle, sizeof needle, kHeaders[c].needle, arch);
+    snprintf(want, sizeof want, "kernelDescriptors[0].kernel_source.objects.%s.code_object_version: ", arch);
+    expect_refused(dir, "code object header", INGOT_INVALID_PACK, want, needle);
+    remove_pack_copy(dir);
+  }
+}
+
 /* ---- signatures (Ed25519 over the KDP) --------------------------------------------------- */
 
 static EVP_PKEY *new_key(unsigned char pub[32]) {
@@ -906,6 +984,7 @@ int main(int argc, char **argv) {
   test_descriptor_count_and_size();
   test_descriptor_hashes();
   test_entry_points();
+  test_code_object_version();
   test_signed_pack();
   test_ids_across_packs();
   test_metadata_bounds();

@@ -79,6 +79,9 @@ INGOT_API void ingot_context_destroy(ingot_context *ctx);
 /* The last error message on this context (never NULL; "" when none). */
 INGOT_API const char *ingot_context_last_error(const ingot_context *ctx);
 INGOT_API const char *ingot_context_arch(const ingot_context *ctx);
+/* The compute units plans are made for: a device context's own; a host
+ * context's arch's (gfx942 304, gfx950 256, sm_90 132; 132 for another arch);
+ * 0 for a host context without an arch, whose plans each take their arch's. */
 INGOT_API int ingot_context_compute_units(const ingot_context *ctx);
 
 /* Opens a packaged pack folder (build/packs/<pack>/): parses and verifies every
