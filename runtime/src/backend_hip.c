@@ -1,8 +1,15 @@
 /* backend_hip.c: the HIP (ROCm) backend. libamdhip64 is loaded with dlopen from
- * the one symbol table below (.so, then .so.6, then .so.5: Debian ships ROCm 5
- * as libamdhip64.so.5), so libingot builds and its host tests run without any
- * ROCm SDK. The few HIP types and constants it needs are declared here from the
- * public HIP API documentation.
+ * the one symbol table below (.so.7, .so.6, .so, then .so.5: Debian ships ROCm
+ * 5.2 as libamdhip64.so.5), so libingot builds and its host tests run without
+ * any ROCm SDK. The few HIP types and constants it needs are declared here from
+ * the public HIP API documentation.
+ *
+ * Versions: the packs' AMD code objects are v5 for gfx942 and gfx950, and the
+ * arch is read through the ROCm 6 properties entry point, so a runtime older
+ * than ROCm 6.0 (HIP 6.0) is refused by name, after hipInit and the device
+ * count have had their say (on a machine without an AMD GPU, "no device" is
+ * the reason a person needs first). Every message names the library and the
+ * HIP version it reported.
  *
  * ABI care: hipDeviceProp_t changed layout between ROCm 5 and 6, so it is never
  * declared here. Compute units and wave size come from hipDeviceGetAttribute
@@ -42,9 +49,13 @@ enum {
 #define HIP_LAUNCH_PARAM_END ((void *)0x03)
 
 #define HIP_LIBRARY_ENV "INGOT_HIP_LIBRARY"
-static const char *const hip_default_libraries[] = {"libamdhip64.so", "libamdhip64.so.6",
+static const char *const hip_default_libraries[] = {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so",
                                                     "libamdhip64.so.5"};
-#define HIP_DEFAULT_LIBRARY_COUNT 3
+#define HIP_DEFAULT_LIBRARY_COUNT 4
+
+/* HIP_VERSION encoding: major * 10^7 + minor * 10^5 + patch (HIP 6.0.32830 is
+ * 60032830). ROCm 6.0 is the oldest runtime this backend accepts. */
+#define HIP_MIN_VERSION 60000000
 
 /* hipDeviceProp_tR0600 is about 1.5 KB; the buffer leaves ample room so that a
  * runtime newer than this file can never write past it. */
@@ -70,6 +81,9 @@ static const char *const hip_default_libraries[] = {"libamdhip64.so", "libamdhip
     "hipModuleLaunchKernel")                                                                   \
   X(REQUIRED, hipGetErrorString, const char *, (hipError_t error), "hipGetErrorString")        \
   X(OPTIONAL, hipGetErrorName, const char *, (hipError_t error), "hipGetErrorName")            \
+  /* answer before hipInit: the library names its version even without a device */             \
+  X(OPTIONAL, hipRuntimeGetVersion, hipError_t, (int *version), "hipRuntimeGetVersion")        \
+  X(OPTIONAL, hipDriverGetVersion, hipError_t, (int *version), "hipDriverGetVersion")          \
   /* ROCm 6+: the properties struct in its 6.0 layout (the arch name lives there). */          \
   X(OPTIONAL, hipGetDevicePropertiesR0600, hipError_t, (void *props, int ordinal),             \
     "hipGetDevicePropertiesR0600")
@@ -83,6 +97,9 @@ typedef struct hip_api {
 struct ingot_backend_device {
   void *library;
   char library_name[256];
+  /* "libamdhip64.so.5 (HIP 5.2.21153)": what every message after the load names */
+  char library_label[320];
+  int runtime_version; /* HIP_VERSION encoding; 0 when the runtime does not say */
   hip_api api;
   int ordinal;
 };
@@ -107,7 +124,40 @@ static ingot_status driver_fail(const hip_api *api, ingot_status status, const c
   return status;
 }
 
+/* Puts "<library label>: " before the message in err (open's messages name the runtime). */
+static ingot_status with_library(const ingot_backend_device *dev, ingot_status status, char *err,
+                                 size_t err_size) {
+  if (err != NULL && err_size > 0) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", err);
+    ingot_backend_set_err(err, err_size, "%s: %s", dev->library_label, msg);
+  }
+  return status;
+}
+
 /* ---- loading ----------------------------------------------------------------------- */
+
+/* The runtime's own version (hipRuntimeGetVersion, else hipDriverGetVersion)
+ * into runtime_version and library_label. */
+static void read_version(ingot_backend_device *dev) {
+  int v = 0, driver = 0;
+  const char *how = NULL;
+  if (dev->api.hipRuntimeGetVersion != NULL && dev->api.hipRuntimeGetVersion(&v) == hipSuccess && v > 0) {
+    how = "HIP";
+  } else if (dev->api.hipDriverGetVersion != NULL && dev->api.hipDriverGetVersion(&driver) == hipSuccess &&
+             driver > 0) {
+    v = driver;
+    how = "HIP driver";
+  }
+  dev->runtime_version = how ? v : 0;
+  if (how)
+    snprintf(dev->library_label, sizeof dev->library_label, "%s (%s %d.%d.%d)", dev->library_name, how,
+             v / 10000000, v / 100000 % 100, v % 100000);
+  else
+    snprintf(dev->library_label, sizeof dev->library_label,
+             "%s (HIP version unknown: neither hipRuntimeGetVersion nor hipDriverGetVersion answers)",
+             dev->library_name);
+}
 
 static ingot_status load_library(ingot_backend_device *dev, char *err, size_t err_size) {
   const char *override = getenv(HIP_LIBRARY_ENV);
@@ -137,8 +187,8 @@ static ingot_status load_library(ingot_backend_device *dev, char *err, size_t er
               override, reasons);
     else
       ingot_backend_set_err(err, err_size,
-              "libamdhip64.so, .so.6 and .so.5 not found (dlopen: %s): install the ROCm HIP "
-              "runtime (libamdhip64) or use a host context",
+              "libamdhip64.so.7, .so.6, .so and .so.5 not found (dlopen: %s): install the ROCm HIP "
+              "runtime (ROCm 6.0 or newer) or use a host context",
               reasons);
     return INGOT_UNAVAILABLE;
   }
@@ -151,7 +201,7 @@ static ingot_status load_library(ingot_backend_device *dev, char *err, size_t er
     if (sym_ == NULL && kind) {                                                                 \
       ingot_backend_set_err(err, err_size,                                                      \
               "%s has no symbol %s: it is not the HIP runtime, or one too old; install ROCm "   \
-              "5 or newer or use a host context",                                               \
+              "6.0 or newer or use a host context",                                             \
               dev->library_name, name_);                                                        \
       return INGOT_UNAVAILABLE;                                                                 \
     }                                                                                           \
@@ -162,6 +212,7 @@ static ingot_status load_library(ingot_backend_device *dev, char *err, size_t er
 #undef REQUIRED
 #undef OPTIONAL
 #undef HIP_RESOLVE
+  read_version(dev);
   return INGOT_OK;
 }
 
@@ -189,9 +240,9 @@ static ingot_status read_gfx_arch(const ingot_backend_device *dev, char *arch, s
   if (dev->api.hipGetDevicePropertiesR0600 == NULL) {
     ingot_backend_set_err(err, err_size,
             "%s has no hipGetDevicePropertiesR0600 (it is older than ROCm 6), so the gfx arch "
-            "of HIP device %d cannot be read safely; install ROCm 6 or newer or use a host "
+            "of HIP device %d cannot be read safely; install ROCm 6.0 or newer or use a host "
             "context",
-            dev->library_name, dev->ordinal);
+            dev->library_label, dev->ordinal);
     return INGOT_UNAVAILABLE;
   }
   char *props = calloc(1, HIP_PROPS_BUFFER_BYTES);
@@ -202,8 +253,11 @@ static ingot_status read_gfx_arch(const ingot_backend_device *dev, char *arch, s
   hipError_t res = dev->api.hipGetDevicePropertiesR0600(props, dev->ordinal);
   if (res != hipSuccess) {
     free(props);
-    return driver_fail(&dev->api, INGOT_DEVICE_ERROR, "hipGetDevicePropertiesR0600", res, err,
-                       err_size);
+    char what[256];
+    describe(&dev->api, res, what, sizeof what);
+    ingot_backend_set_err(err, err_size, "%s: hipGetDevicePropertiesR0600 failed with %s", dev->library_label,
+                          what);
+    return INGOT_DEVICE_ERROR;
   }
   ingot_status st = INGOT_DEVICE_ERROR;
   for (size_t i = HIP_PROPS_NAME_BYTES; i + 8 < HIP_PROPS_BUFFER_BYTES; ++i) {
@@ -221,9 +275,9 @@ static ingot_status read_gfx_arch(const ingot_backend_device *dev, char *arch, s
   free(props);
   if (st != INGOT_OK)
     ingot_backend_set_err(err, err_size,
-            "HIP device %d: no gfx arch name (gcnArchName) found in what "
+            "%s: HIP device %d: no gfx arch name (gcnArchName) found in what "
             "hipGetDevicePropertiesR0600 returned",
-            dev->ordinal);
+            dev->library_label, dev->ordinal);
   return st;
 }
 
@@ -260,7 +314,7 @@ static ingot_status hip_open(int ordinal, ingot_backend_device **out, char *arch
     ingot_backend_set_err(err, err_size,
             "%s loaded, but hipInit failed with %s (hipGetDeviceCount: %s): no usable AMD GPU; "
             "check rocm-smi and /dev/kfd access, or use a host context",
-            dev->library_name, what, count_res == hipSuccess ? "0 devices" : count_what);
+            dev->library_label, what, count_res == hipSuccess ? "0 devices" : count_what);
     free_device(dev, 1);
     return INGOT_UNAVAILABLE;
   }
@@ -269,19 +323,29 @@ static ingot_status hip_open(int ordinal, ingot_backend_device **out, char *arch
     ingot_backend_set_err(err, err_size,
             "%s loaded, but hipGetDeviceCount failed with %s: no usable AMD GPU; or use a host "
             "context",
-            dev->library_name, what);
+            dev->library_label, what);
     free_device(dev, 1);
     return INGOT_UNAVAILABLE;
   }
   if (ordinal >= count) {
-    ingot_backend_set_err(err, err_size, "HIP device %d requested, but the runtime sees %d device(s)%s", ordinal,
-            count, count > 0 ? ": allowed ordinals are 0 .. count-1" : "");
+    ingot_backend_set_err(err, err_size, "%s: HIP device %d requested, but the runtime sees %d device(s)%s",
+            dev->library_label, ordinal, count, count > 0 ? ": allowed ordinals are 0 .. count-1" : "");
+    free_device(dev, 1);
+    return INGOT_UNAVAILABLE;
+  }
+  if (dev->runtime_version < HIP_MIN_VERSION) {
+    ingot_backend_set_err(err, err_size,
+            "%s is older than ROCm 6.0: ingot's AMD code objects (v5, gfx942 and gfx950) and the "
+            "device's arch name need ROCm 6.0 or newer; install it (libamdhip64.so.6 or .so.7), "
+            "point " HIP_LIBRARY_ENV " at it, or use a host context",
+            dev->library_label);
     free_device(dev, 1);
     return INGOT_UNAVAILABLE;
   }
   res = api->hipSetDevice(ordinal);
   if (res != hipSuccess) {
-    st = driver_fail(api, INGOT_UNAVAILABLE, "hipSetDevice", res, err, err_size);
+    st = with_library(dev, driver_fail(api, INGOT_UNAVAILABLE, "hipSetDevice", res, err, err_size), err,
+                      err_size);
     free_device(dev, 1);
     return st;
   }
@@ -291,14 +355,15 @@ static ingot_status hip_open(int ordinal, ingot_backend_device **out, char *arch
   if (res == hipSuccess)
     res = api->hipDeviceGetAttribute(&wave, hipDeviceAttributeWarpSize, ordinal);
   if (res != hipSuccess) {
-    st = driver_fail(api, INGOT_DEVICE_ERROR, "hipDeviceGetAttribute", res, err, err_size);
+    st = with_library(dev, driver_fail(api, INGOT_DEVICE_ERROR, "hipDeviceGetAttribute", res, err, err_size),
+                      err, err_size);
     free_device(dev, 1);
     return st;
   }
   if (cus <= 0 || (wave != 32 && wave != 64)) {
     ingot_backend_set_err(err, err_size,
-            "HIP device %d reports implausible properties (%d compute units, wave size %d)",
-            ordinal, cus, wave);
+            "%s: HIP device %d reports implausible properties (%d compute units, wave size %d)",
+            dev->library_label, ordinal, cus, wave);
     free_device(dev, 1);
     return INGOT_DEVICE_ERROR;
   }

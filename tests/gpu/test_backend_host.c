@@ -78,6 +78,9 @@ int main(void) {
     if (strstr(err, "not found") == NULL && strstr(err, "hipGetDevicePropertiesR0600") == NULL)
       CHECK(strstr(err, "hipInit") && (strstr(err, "101") || strstr(err, "100")),
             "the message must name hipInit and the driver's code (101 / 100): %s", err);
+    /* which runtime answered: the library's file name and the HIP version it reports */
+    CHECK(strstr(err, "libamdhip64.so") != NULL && strstr(err, " (HIP ") != NULL,
+          "the message must name the library and its HIP version: %s", err);
   }
   set_env("INGOT_HIP_LIBRARY", "/nonexistent/libingot-no-such-driver.so");
   st = ingot_context_create_ex(INGOT_BACKEND_HIP, 0, &ctx, err, sizeof err);
@@ -141,7 +144,9 @@ static ingot_status open_dev(const ingot_backend_ops *ops, int ordinal, char *er
   return st;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  /* argv[1]: the fake HIP runtime (fake_hip_runtime.c) the build made */
+  const char *fake_hip = argc > 1 ? argv[1] : NULL;
   char err[2048], arch[32];
   ingot_backend_device *dev;
   set_env("INGOT_CUDA_LIBRARY", NULL);
@@ -162,6 +167,9 @@ int main(void) {
     if (strstr(err, "not found") == NULL && strstr(err, "hipGetDevicePropertiesR0600") == NULL)
       CHECK(strstr(err, "hipInit") != NULL && (strstr(err, "101") || strstr(err, "100")),
             "the message must name hipInit and the driver's code (101 / 100): %s", err);
+    /* Debian's ROCm 5.2 names itself: libamdhip64.so.5 (HIP 5.2.21153) */
+    CHECK(strstr(err, "libamdhip64.so.5 (HIP 5.") != NULL,
+          "the message must name the library and its HIP version: %s", err);
   }
 
   /* CUDA: no libcuda here, or no device; a GPU machine opens it */
@@ -187,6 +195,30 @@ int main(void) {
   CHECK(st == INGOT_UNAVAILABLE && strstr(err, missing) && strstr(err, "INGOT_HIP_LIBRARY") &&
             strstr(err, "not found"),
         "HIP with a missing library: %s: %s", status_name(st), err);
+  /* A runtime that sees a device (fake_hip_runtime.c) is judged by its version:
+   * older than ROCm 6.0 refused by name; 6.0 passes, and stops only where that
+   * fake lacks the ROCm 6 properties entry point; none reported: refused too. */
+  if (fake_hip != NULL) {
+    set_env("INGOT_HIP_LIBRARY", fake_hip);
+    static const struct {
+      const char *version, *named, *why;
+    } kVersions[] = {
+        {"50700000", "(HIP 5.7.0) is older than ROCm 6.0", "need ROCm 6.0 or newer; install it (libamdhip64.so.6"},
+        {"50221153", "(HIP 5.2.21153) is older than ROCm 6.0", "point INGOT_HIP_LIBRARY at it, or use a host context"},
+        {"0", "(HIP version unknown: neither hipRuntimeGetVersion nor hipDriverGetVersion answers) is older than "
+              "ROCm 6.0", "ingot's AMD code objects (v5, gfx942 and gfx950)"},
+        {"60032830", "(HIP 6.0.32830) has no hipGetDevicePropertiesR0600", "install ROCm 6.0 or newer"},
+        {"70100000", "(HIP 7.1.0) has no hipGetDevicePropertiesR0600", "cannot be read safely"},
+    };
+    for (size_t i = 0; i < sizeof kVersions / sizeof kVersions[0]; ++i) {
+      set_env("INGOT_FAKE_HIP_VERSION", kVersions[i].version);
+      st = open_dev(&ingot_backend_hip_ops, 0, err, sizeof err, &dev, arch);
+      CHECK(st == INGOT_UNAVAILABLE && strstr(err, fake_hip) && strstr(err, kVersions[i].named) &&
+                strstr(err, kVersions[i].why),
+            "HIP %s from the fake runtime: %s: %s", kVersions[i].version, status_name(st), err);
+    }
+    set_env("INGOT_FAKE_HIP_VERSION", NULL);
+  }
   /* a real library that is not a driver: a missing REQUIRED symbol */
   set_env("INGOT_CUDA_LIBRARY", "libm.so.6");
   set_env("INGOT_HIP_LIBRARY", "libm.so.6");
