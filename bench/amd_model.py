@@ -1,7 +1,10 @@
 """Static model of the AMD code objects of a packaged pack (no AMD GPU here):
-per kernel and arch, VGPRs (+AGPRs), waves per SIMD the registers allow, LDS,
-workgroups per CU, and the KV bytes each CU keeps in flight against what the
-memory system needs (Little's law).
+per kernel and arch, from the packaged KDP (which the build read from each
+object's metadata note and disassembly): VGPRs (the AGPRs counted once: on
+gfx90a and later they are part of the VGPR file and .vgpr_count includes
+them), AGPRs and how many of them are spill space, SGPRs, waves per SIMD the
+registers allow, LDS, workgroups per CU, and the KV bytes a CU has in flight
+against what Little's law asks at the datasheet bandwidth.
 
     python3 bench/amd_model.py build/packs/attention_decode [--markdown]
 """
@@ -12,28 +15,44 @@ import json
 import os
 
 # Public figures (vendor datasheets): MI300X (gfx942) 5.3 TB/s over 304 CUs;
-# MI355X (gfx950) 8.0 TB/s over 256 CUs. Loaded HBM latency taken as ~2 us.
+# MI355X (gfx950) 8.0 TB/s over 256 CUs. Loaded HBM latency taken as 1-2 us.
 MACHINES = {"gfx942": ("MI300X", 5.3e12, 304), "gfx950": ("MI355X", 8.0e12, 256)}
-LATENCY_S = 2e-6
+LATENCY_S = (1e-6, 2e-6)
 LDS_BYTES = {"gfx942": 65536, "gfx950": 163840}
+SIMDS, VGPRS_PER_LANE, VGPR_GRANULE, MAX_WAVES_PER_SIMD, WAVE = 4, 512, 8, 8, 64
 
 
 def model(kd, arch, obj):
     m = kd["metadata"]
     r = obj["resources"]["split"]
-    regs = r["vgpr"] + r.get("agpr", 0)
-    alloc = (regs + 7) // 8 * 8
-    waves_per_simd = min(8, 512 // alloc)
-    blocks = (4 * waves_per_simd) // m["waves"]
+    vgpr = r["vgpr"]  # AGPRs included
+    alloc = (vgpr + VGPR_GRANULE - 1) // VGPR_GRANULE * VGPR_GRANULE
+    waves_per_simd = min(MAX_WAVES_PER_SIMD, VGPRS_PER_LANE // alloc)
+    blocks = SIMDS * waves_per_simd // m["waves"]
     if r["lds"]:
         blocks = min(blocks, LDS_BYTES[arch] // r["lds"])
-    # SIMT path on AMD: each lane keeps tokens_per_wave / (64 / (D/8)) 16-byte loads of K
-    # and of V in flight, twice (the next chunk is loaded while this one is used).
-    loads = m["tokens_per_wave"] // (64 // (m["head_dim"] // 8))
-    inflight = blocks * m["waves"] * 64 * loads * 2 * 16 * 2
+    # In flight: the loop issues the next chunk's K and V loads at its bottom and
+    # waits for them at its top, before the math (docs/PERFORMANCE.md): one chunk
+    # of tokens_per_wave tokens x head_dim x 2 bytes x (K, V) per wave at most,
+    # and none while the math runs.
+    chunk = m["tokens_per_wave"] * m["head_dim"] * 2 * 2
+    inflight = blocks * m["waves"] * chunk
     name, bw, cus = MACHINES[arch]
-    need = bw / cus * LATENCY_S
-    return regs, waves_per_simd, r["lds"], blocks, inflight, need, name
+    need = [bw / cus * lat for lat in LATENCY_S]
+    bound = min(1.0, inflight / need[1])
+    return {"vgpr": vgpr, "agpr": r.get("agpr", 0), "agpr_spill": r.get("agpr_spill", 0), "sgpr": r["sgpr"],
+            "waves_per_simd": waves_per_simd, "lds": r["lds"], "blocks": blocks, "inflight": inflight,
+            "need": need, "bound": bound, "machine": name}
+
+
+def rows_of(pack):
+    kdp = json.load(open(glob.glob(os.path.join(pack, "*.kdp.json"))[0], encoding="utf-8"))
+    rows = []
+    for kd in kdp["kernelDescriptors"]:
+        for arch, obj in sorted(kd["kernel_source"]["objects"].items()):
+            if arch in MACHINES:
+                rows.append((kd["name"], arch, obj.get("code_object_version"), model(kd, arch, obj)))
+    return rows
 
 
 def main():
@@ -41,21 +60,21 @@ def main():
     ap.add_argument("pack")
     ap.add_argument("--markdown", action="store_true")
     a = ap.parse_args()
-    kdp = json.load(open(glob.glob(os.path.join(a.pack, "*.kdp.json"))[0]))
-    rows = []
-    for kd in kdp["kernelDescriptors"]:
-        for arch, obj in sorted(kd["kernel_source"]["objects"].items()):
-            if arch in MACHINES:
-                rows.append((kd["name"], arch) + model(kd, arch, obj))
+    rows = rows_of(a.pack)
     if a.markdown:
-        print("| kernel | arch | VGPR+AGPR | waves/SIMD | LDS | workgroups/CU | KV bytes in flight per CU | needed |")
-        print("|---|---|---|---|---|---|---|---|")
-        for n, arch, regs, w, lds, b, inf, need, mach in rows:
-            print(f"| {n} | {arch} | {regs} | {w} | {lds} | {b} | {inf // 1024} KiB | {need / 1024:.0f} KiB ({mach}) |")
+        print("| kernel | arch | VGPR (AGPRs in it) | AGPR (spill) | SGPR | waves/SIMD | LDS | workgroups/CU "
+              "| KV in flight per CU (peak) | needed at 1-2 us | HBM share the peak allows (2 us) |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        for n, arch, _v, x in rows:
+            print(f"| {n} | {arch} | {x['vgpr']} | {x['agpr']} ({x['agpr_spill']}) | {x['sgpr']} | "
+                  f"{x['waves_per_simd']} | {x['lds']} | {x['blocks']} | {x['inflight'] // 1024} KiB | "
+                  f"{x['need'][0] / 1024:.0f}-{x['need'][1] / 1024:.0f} KiB ({x['machine']}) | {x['bound']:.0%} |")
     else:
-        for n, arch, regs, w, lds, b, inf, need, mach in rows:
-            print(f"{n:56} {arch:7} regs {regs:4} waves/SIMD {w} lds {lds:6} wg/CU {b:2} "
-                  f"in flight {inf // 1024:5} KiB need {need / 1024:4.0f} KiB ({mach})")
+        for n, arch, v, x in rows:
+            print(f"{n:52} {arch:7} v{v} vgpr {x['vgpr']:3} agpr {x['agpr']:2} (spill {x['agpr_spill']:2}) "
+                  f"sgpr {x['sgpr']:3} waves/SIMD {x['waves_per_simd']} lds {x['lds']:6} wg/CU {x['blocks']:2} "
+                  f"in flight {x['inflight'] // 1024:4} KiB need {x['need'][0] / 1024:.0f}-{x['need'][1] / 1024:.0f} "
+                  f"KiB ({x['machine']}) bound {x['bound']:.0%}")
 
 
 if __name__ == "__main__":
