@@ -17,6 +17,14 @@
 #define INGOT_AD_MAX_BLOCK_THREADS 1024   /* waves x wave size of one workgroup */
 #define INGOT_AD_MAX_PAGE_SIZE (1 << 20)  /* tokens per KV page */
 #define INGOT_AD_HEAD_DIM_STEP 32         /* head dims are multiples of it */
+/* The kernels' token indices (segment ends, a chunk's first token, the tokens
+ * a wave loads ahead) are int32 and run up to this many tiles (waves x
+ * tokens_per_wave) past the capacity: one in the length's round-up, two in the
+ * register pipeline's next chunk, stages - 1 in the shared-memory ring's
+ * copies ahead (stages <= 8). Capacities up to 2^31 - 1 less that many tiles
+ * stay inside int32 (templates/ingot_attention_decode.h: segment, the split
+ * loops, ChunkPages); every offset built from them is int64. */
+#define INGOT_AD_TOKEN_INDEX_TILES 8
 
 typedef struct ingot_ad_policy {
   int ctas_per_cu;           /* resident split workgroups per CU when the device cannot say */
@@ -131,8 +139,6 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
     return ingot_ad_error(err, err_size, "plan: batch %lld outside 1..65535", (long long)B);
   if (paged != m->paged)
     return ingot_ad_error(err, err_size, "plan: KV layout differs from the kernel's");
-  if (g->capacity < 1 || g->capacity > (1 << 30))
-    return ingot_ad_error(err, err_size, "plan: capacity %lld outside 1..%d", (long long)g->capacity, 1 << 30);
   if (g->lse.rank != 0 && !m->lse)
     return ingot_ad_error(err, err_size, "plan: the kernel does not write LSE");
   if (caps->wave_size != 32 && caps->wave_size != 64)
@@ -143,6 +149,15 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
                           "plan: kernel metadata out of range (waves %d, tokens_per_wave %d, rows %d, group %d, "
                           "max_splits %d; allowed: >= 1, waves x wave size <= 1024)",
                           m->waves, m->tokens_per_wave, m->rows, m->group, m->max_splits);
+  /* waves <= 32 and tokens_per_wave < 2^31 (checked above): no overflow */
+  const int64_t index_reach = INGOT_AD_TOKEN_INDEX_TILES * (int64_t)m->waves * (int64_t)m->tokens_per_wave;
+  if (g->capacity < 1 || g->capacity > (int64_t)INT32_MAX - index_reach)
+    return ingot_ad_error(err, err_size,
+                          "plan: capacity %lld outside 1..%lld (the kernel's int32 token indices run %d tiles "
+                          "of %lld tokens past the capacity: at most 2^31 - 1 - %lld)",
+                          (long long)g->capacity, (long long)((int64_t)INT32_MAX - index_reach),
+                          INGOT_AD_TOKEN_INDEX_TILES, (long long)((int64_t)m->waves * m->tokens_per_wave),
+                          (long long)index_reach);
   int64_t page_size = 0;
   if (paged) {
     page_size = g->k.dims[1];
@@ -156,7 +171,7 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
                             "plan: page size %lld is below the kernel's %d tokens per wave (allowed: a power "
                             "of two from %d to 2^20)",
                             (long long)page_size, m->tokens_per_wave, m->tokens_per_wave);
-    /* capacity <= 2^30 was checked above: no overflow in the page count */
+    /* capacity < 2^31 was checked above: no overflow in the page count */
     if (g->page_table.rank != 2 || g->page_table.dims[1] < (g->capacity + page_size - 1) / page_size)
       return ingot_ad_error(err, err_size, "plan: the page table does not cover the capacity");
   }

@@ -202,13 +202,21 @@ def _expand_variant(cfg, var, vpath, archs, ctx):
             ctx.error(vpath + ("axes", "head_dim", i), f"head dim {hd} is not supported by the kernel "
                       f"(supported: {', '.join(map(str, ad.HEAD_DIMS))})")
             ok = False
-    for i, (hq, hkv) in enumerate(admit["heads"]):
+    # A kernel runs any Hkv in num_kv_heads with its group's Hq = group x Hkv;
+    # `heads`, where given, pins pairs: each must be of an axis group and within
+    # num_kv_heads, and a group without a pinned pair makes no instance.
+    kv_lo, kv_hi = admit["num_kv_heads"]
+    for i, (hq, hkv) in enumerate(admit["heads"] or []):
         if hq % hkv:
             ctx.error(apath + ("heads", i), f"Hq {hq} is not a multiple of Hkv {hkv}")
             ok = False
         elif hq // hkv not in axes["group"]:
             ctx.error(apath + ("heads", i), f"heads [{hq}, {hkv}] have group {hq // hkv}, which no "
                       f"instance of variant '{var['name']}' has (groups: {', '.join(map(str, axes['group']))})")
+            ok = False
+        elif not kv_lo <= hkv <= kv_hi:
+            ctx.error(apath + ("heads", i), f"heads [{hq}, {hkv}] have Hkv {hkv} outside the variant's "
+                      f"num_kv_heads [{kv_lo}, {kv_hi}]")
             ok = False
     has_paged = "paged" in axes["kv_layout"]
     if has_paged and not admit["page_sizes"]:
@@ -241,9 +249,11 @@ def _expand_variant(cfg, var, vpath, archs, ctx):
         point = dict(zip(keys, combo))
         if any(all(point[k] == v for k, v in ex.items() if v is not None) for ex in var["exclude"]):
             continue
-        heads = tuple(sorted(tuple(h) for h in admit["heads"] if h[0] // h[1] == point["group"]))
-        if not heads:
-            continue  # this group has no admitted heads pair: not an instance
+        heads = ()
+        if admit["heads"] is not None:
+            heads = tuple(sorted(tuple(h) for h in admit["heads"] if h[0] // h[1] == point["group"]))
+            if not heads:
+                continue  # the pin leaves this group no pair: not an instance
         seq_q = admit["seq_q"] or (1, point["max_sq"])
         if seq_q[1] > point["max_sq"]:
             ctx.error(apath + ("seq_q",), f"seq_q up to {seq_q[1]} exceeds the instance's max_sq "
@@ -257,17 +267,23 @@ def _expand_variant(cfg, var, vpath, archs, ctx):
             max_splits=knobs["max_splits"], occupancy=knobs["occupancy"], math=knobs["math"],
             stages=knobs["stages"],
             priority=var["priority"],
-            heads=heads,
+            num_kv_heads=(kv_lo, kv_hi), heads=heads,
             batch=tuple(admit["batch"]), seq_q=tuple(seq_q), capacity=tuple(admit["capacity"]),
             page_sizes=tuple(sorted(admit["page_sizes"] or [])) if point["kv_layout"] == "paged" else (),
             masks=tuple(sorted(admit["masks"])), lse=admit["lse"], archs=tuple(a.name for a in archs),
             trace=knobs["trace"])
         if not _check_instance_fits(inst, archs, vpath, ctx):
             return []
+        if inst.capacity[1] > inst.capacity_limit:
+            ctx.error(apath + ("capacity",), f"capacity up to {inst.capacity[1]} is past what instance "
+                      f"{inst.name}'s int32 token indices allow: they run {ad.TOKEN_INDEX_TILES} tiles of "
+                      f"{inst.tile} tokens past the capacity (allowed: at most "
+                      f"{inst.capacity_limit} = 2^31 - 1 - {ad.TOKEN_INDEX_TILES} x {inst.tile})")
+            return []
         out.append(inst)
     if not out:
         ctx.error(vpath, f"variant '{var['name']}' expands to no kernel instance "
-                  "(every axis combination is excluded or has no admitted heads pair)")
+                  "(every axis combination is excluded or has no pinned heads pair)")
     return out
 
 
@@ -330,9 +346,15 @@ def _check_instance_fits(inst, archs, vpath, ctx):
 
 
 def _covers(a, b):
-    """Does admission set/range a cover b?"""
+    """Does admission set/range a cover b? Either may be a frozenset or an
+    inclusive (lo, hi) range of integers (num_kv_heads: a range, or the KV
+    heads of pinned pairs)."""
     if isinstance(a, frozenset):
-        return b <= a
+        if isinstance(b, frozenset):
+            return b <= a
+        return b[1] - b[0] < len(a) and all(x in a for x in range(b[0], b[1] + 1))
+    if isinstance(b, frozenset):
+        return all(isinstance(x, int) and a[0] <= x <= a[1] for x in b)
     return a[0] <= b[0] and b[1] <= a[1]
 
 

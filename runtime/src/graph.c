@@ -309,3 +309,14 @@ json_t *ingot_graph_field(const ingot_attention_graph *g, const char *f) {
   if (!strcmp(f, "lse.layout")) return json_string(flat_layout(&g->lse));
   return NULL;
 }
+
+int ingot_graph_field_note(const ingot_attention_graph *g, const char *field, char *buf, size_t size) {
+  if (size) buf[0] = '\0';
+  const int64_t Hq = g->q.dims[1], Hkv = g->k.dims[2];
+  /* a contiguous graph has no pages: its page_size 0 is no value to admit */
+  if (!strcmp(field, "page_size") && g->kv_layout != INGOT_KV_PAGED) return 0;
+  /* group is 0 when Hq is no multiple of Hkv: say so rather than leave a bare 0 */
+  if (!strcmp(field, "group") && (Hkv < 1 || Hq % Hkv != 0))
+    ingot_format(buf, size, "Hq %lld is not a multiple of Hkv %lld", (long long)Hq, (long long)Hkv);
+  return 1;
+}

@@ -195,6 +195,11 @@ typedef enum ingot_field_type { INGOT_FIELD_UNKNOWN = 0, INGOT_FIELD_INT, INGOT_
                                 INGOT_FIELD_BOOL, INGOT_FIELD_INT_PAIR } ingot_field_type;
 ingot_field_type ingot_graph_field_type(const char *field);
 const char *ingot_graph_field_names(void); /* "dtype, kv_dtype, ..." for messages */
+/* What a derived value means where the value alone would not say (group 0:
+ * "Hq 12 is not a multiple of Hkv 5"; "" for every other field and value).
+ * Returns 0 when the field does not apply to g (page_size of a contiguous
+ * graph), 1 otherwise. */
+int ingot_graph_field_note(const ingot_attention_graph *g, const char *field, char *buf, size_t size);
 
 /* ---- matching ---------------------------------------------------------- */
 /* Verifies one constraint object at load time; err gets the problem. */
@@ -205,7 +210,8 @@ int ingot_constraint_holds(json_t *c, const ingot_attention_graph *g, ingot_strb
  * score, then priority), fewer waves per workgroup first, then the lower id;
  * the plan takes the one its dispatch stub models fastest. Returns their count
  * and *out (the caller frees it); 0 when none admits (report then holds one
- * line per declined pack or kernel), -1 when out of memory. */
+ * "no kernel has F V (kernels exist for ...)" line per field no kernel admits,
+ * then one line per declined pack or kernel), -1 when out of memory. */
 int ingot_select_kernels(const ingot_context *ctx, const ingot_attention_graph *g, ingot_strbuf *report,
                          const ingot_kernel ***out);
 

@@ -219,16 +219,229 @@ static int tie_order(const void *pa, const void *pb) {
   return strcmp(a->id, b->id);
 }
 
+/* ---- the decline report's summary ---------------------------------------------
+ * One line per field whose value no kernel admits, before the per-kernel lines:
+ * of the kernels past their pack's graph scope and built for the context's
+ * arch, every one that constrains the field fails it (kernels that do not
+ * constrain it, e.g. contiguous ones and page_size, do not count: they were
+ * declined for something else). The line names what the kernels admit instead:
+ * the union of their operands (eq and in values, merged ranges). */
+#define SUMMARY_MAX_FIELDS 64
+#define SUMMARY_MAX_SHOWN 24 /* values and ranges named on one line */
+
+typedef struct field_summary {
+  const char *field; /* borrowed from a UMD */
+  size_t constrained, admitted; /* kernels that constrain it / admit the graph's value */
+  json_t *values;               /* distinct eq / in operands */
+  json_t *ranges;               /* [min, max] operands */
+  int multiple_of, power_of_two; /* other ops seen (the last multiple_of operand) */
+} field_summary;
+
+typedef struct decline_summary {
+  size_t num_fields;
+  field_summary fields[SUMMARY_MAX_FIELDS];
+  /* the arch filter: kernels of packs past their graph scope, those built for it, and their archs */
+  size_t arch_seen, arch_kept;
+  json_t *archs;
+} decline_summary;
+
+static field_summary *summary_field(decline_summary *s, const char *field) {
+  for (size_t i = 0; i < s->num_fields; ++i)
+    if (!strcmp(s->fields[i].field, field)) return &s->fields[i];
+  if (s->num_fields == SUMMARY_MAX_FIELDS) return NULL; /* more fields than the matcher knows: never */
+  field_summary *f = &s->fields[s->num_fields++];
+  memset(f, 0, sizeof *f);
+  f->field = field;
+  f->values = json_array();
+  f->ranges = json_array();
+  return f;
+}
+
+static void add_distinct(json_t *list, json_t *v) {
+  size_t i;
+  json_t *x;
+  json_array_foreach(list, i, x) if (json_equal(x, v)) return;
+  json_array_append(list, v);
+}
+
+/* Evaluates every kernel-scope constraint of k on g into the summary. */
+static void summarize_kernel(decline_summary *s, const ingot_kernel *k, const ingot_attention_graph *g) {
+  enum { kMaxPerKernel = SUMMARY_MAX_FIELDS };
+  field_summary *seen[kMaxPerKernel];
+  int ok[kMaxPerKernel];
+  size_t n = 0;
+  for (size_t u = 0; u < k->num_matchers; ++u) {
+    size_t i;
+    json_t *c;
+    json_array_foreach(k->matchers[u]->constraints, i, c) {
+      field_summary *f = summary_field(s, json_string_value(json_object_get(c, "field")));
+      if (f == NULL) continue;
+      ingot_strbuf scratch = {0};
+      const int holds = ingot_constraint_holds(c, g, &scratch);
+      ingot_strbuf_free(&scratch);
+      size_t j = 0;
+      while (j < n && seen[j] != f) ++j;
+      if (j == n) {
+        if (n == kMaxPerKernel) continue;
+        seen[n] = f, ok[n] = 1, ++n;
+      }
+      ok[j] = ok[j] && holds;
+      const char *op = json_string_value(json_object_get(c, "op"));
+      if (!strcmp(op, "eq")) {
+        add_distinct(f->values, json_object_get(c, "value"));
+      } else if (!strcmp(op, "in")) {
+        size_t vi;
+        json_t *v;
+        json_array_foreach(json_object_get(c, "values"), vi, v) add_distinct(f->values, v);
+      } else if (!strcmp(op, "range")) {
+        json_t *r = json_pack("[OO]", json_object_get(c, "min"), json_object_get(c, "max"));
+        add_distinct(f->ranges, r);
+        json_decref(r);
+      } else if (!strcmp(op, "multiple_of")) {
+        f->multiple_of = (int)json_integer_value(json_object_get(c, "value"));
+      } else if (!strcmp(op, "power_of_two")) {
+        f->power_of_two = 1;
+      }
+    }
+  }
+  for (size_t j = 0; j < n; ++j) {
+    ++seen[j]->constrained;
+    seen[j]->admitted += ok[j] != 0;
+  }
+}
+
+static int json_value_cmp(const void *pa, const void *pb) {
+  json_t *a = *(json_t *const *)pa, *b = *(json_t *const *)pb;
+  if (json_is_integer(a) && json_is_integer(b)) {
+    const json_int_t x = json_integer_value(a), y = json_integer_value(b);
+    return x < y ? -1 : x > y;
+  }
+  char *sa = json_dumps(a, JSON_ENCODE_ANY | JSON_COMPACT), *sb = json_dumps(b, JSON_ENCODE_ANY | JSON_COMPACT);
+  const int c = strcmp(sa ? sa : "", sb ? sb : "");
+  free(sa);
+  free(sb);
+  return c;
+}
+
+static int range_cmp(const void *pa, const void *pb) {
+  const json_int_t *a = pa, *b = pb;
+  return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : (a[1] < b[1] ? -1 : a[1] > b[1]);
+}
+
+/* "64, 128, 256", "1..64, 4096..16384", "multiples of 16": what a field admits. */
+static void append_admitted(ingot_strbuf *sb, const field_summary *f) {
+  size_t shown = 0, total = 0;
+  const size_t nv = json_array_size(f->values), nr = json_array_size(f->ranges);
+  json_t **vals = nv ? malloc(nv * sizeof *vals) : NULL;
+  json_int_t(*rs)[2] = nr ? malloc(nr * sizeof *rs) : NULL;
+  if ((nv && vals == NULL) || (nr && rs == NULL)) {
+    free(vals);
+    free(rs);
+    ingot_strbuf_appendf(sb, "?");
+    return;
+  }
+  for (size_t i = 0; i < nv; ++i) vals[i] = json_array_get(f->values, i);
+  qsort(vals, nv, sizeof *vals, json_value_cmp);
+  for (size_t i = 0; i < nv; ++i, ++total) {
+    if (shown == SUMMARY_MAX_SHOWN) continue;
+    ingot_strbuf_appendf(sb, "%s", shown++ ? ", " : "");
+    append_json(sb, vals[i]);
+  }
+  for (size_t i = 0; i < nr; ++i) {
+    rs[i][0] = json_integer_value(json_array_get(json_array_get(f->ranges, i), 0));
+    rs[i][1] = json_integer_value(json_array_get(json_array_get(f->ranges, i), 1));
+  }
+  qsort(rs, nr, sizeof *rs, range_cmp);
+  for (size_t i = 0; i < nr;) { /* merge overlapping and adjacent ranges */
+    json_int_t lo = rs[i][0], hi = rs[i][1];
+    size_t j = i + 1;
+    for (; j < nr && (hi == INT64_MAX || rs[j][0] <= hi + 1); ++j)
+      if (rs[j][1] > hi) hi = rs[j][1];
+    ++total;
+    if (shown < SUMMARY_MAX_SHOWN) {
+      ingot_strbuf_appendf(sb, "%s", shown++ ? ", " : "");
+      if (lo == hi) ingot_strbuf_appendf(sb, "%lld", (long long)lo);
+      else ingot_strbuf_appendf(sb, "%lld..%lld", (long long)lo, (long long)hi);
+    }
+    i = j;
+  }
+  if (f->multiple_of) ingot_strbuf_appendf(sb, "%smultiples of %d", shown++ ? ", " : "", f->multiple_of);
+  if (f->power_of_two) ingot_strbuf_appendf(sb, "%spowers of two", shown++ ? ", " : "");
+  if (total > SUMMARY_MAX_SHOWN) ingot_strbuf_appendf(sb, ", ... (%zu in all)", total);
+  free(vals);
+  free(rs);
+}
+
+static void summary_free(decline_summary *s) {
+  for (size_t i = 0; i < s->num_fields; ++i) {
+    json_decref(s->fields[i].values);
+    json_decref(s->fields[i].ranges);
+  }
+  json_decref(s->archs);
+}
+
+/* The summary lines of a graph no kernel admits (evaluated only then: a match
+ * pays nothing for it). */
+static void append_summary(ingot_strbuf *report, const ingot_context *ctx, const ingot_attention_graph *g) {
+  decline_summary s;
+  memset(&s, 0, sizeof s);
+  s.archs = json_array();
+  for (size_t p = 0; p < ctx->num_packs; ++p) {
+    const ingot_pack *pack = ctx->packs[p];
+    ingot_strbuf why = {0};
+    const int graph_ok = umds_hold(pack->graph_matchers, pack->num_graph_matchers, g, &why);
+    ingot_strbuf_free(&why);
+    if (!graph_ok) continue;
+    for (size_t i = 0; i < pack->num_kernels; ++i) {
+      const ingot_kernel *k = &pack->kernels[i];
+      ++s.arch_seen;
+      if (ctx->arch[0] != '\0' && ingot_kernel_object(k, ctx->arch) == NULL) {
+        for (size_t a = 0; a < k->num_objects; ++a) {
+          json_t *name = json_string(k->objects[a].arch);
+          add_distinct(s.archs, name);
+          json_decref(name);
+        }
+        continue;
+      }
+      ++s.arch_kept;
+      summarize_kernel(&s, k, g);
+    }
+  }
+  if (s.arch_seen > 0 && s.arch_kept == 0) {
+    ingot_strbuf_appendf(report, "no kernel has arch \"%s\" (kernels exist for ", ctx->arch);
+    field_summary f = {.values = s.archs, .ranges = json_array()};
+    append_admitted(report, &f);
+    json_decref(f.ranges);
+    ingot_strbuf_appendf(report, ")\n");
+  }
+  for (size_t i = 0; i < s.num_fields; ++i) {
+    const field_summary *f = &s.fields[i];
+    char note[160] = "";
+    if (f->admitted > 0 || f->constrained == 0 || !ingot_graph_field_note(g, f->field, note, sizeof note))
+      continue;
+    json_t *v = ingot_graph_field(g, f->field);
+    ingot_strbuf_appendf(report, "no kernel has %s ", f->field);
+    append_json(report, v);
+    json_decref(v);
+    ingot_strbuf_appendf(report, " (%s%skernels exist for ", note, note[0] ? "; " : "");
+    append_admitted(report, f);
+    ingot_strbuf_appendf(report, ")\n");
+  }
+  summary_free(&s);
+}
+
 int ingot_select_kernels(const ingot_context *ctx, const ingot_attention_graph *g, ingot_strbuf *report,
                          const ingot_kernel ***out) {
   *out = NULL;
   const ingot_kernel **list = NULL;
   size_t n = 0, cap = 0;
+  /* per-kernel lines go after the summary, which is known only at the end */
+  ingot_strbuf lines = {0};
   for (size_t p = 0; p < ctx->num_packs; ++p) {
     const ingot_pack *pack = ctx->packs[p];
     ingot_strbuf why = {0};
     if (!umds_hold(pack->graph_matchers, pack->num_graph_matchers, g, &why)) {
-      ingot_strbuf_appendf(report, "pack %s (all %zu kernels, graph-scope): %s\n", pack->name,
+      ingot_strbuf_appendf(&lines, "pack %s (all %zu kernels, graph-scope): %s\n", pack->name,
                            pack->num_kernels, ingot_strbuf_str(&why));
       ingot_strbuf_free(&why);
       continue;
@@ -237,15 +450,16 @@ int ingot_select_kernels(const ingot_context *ctx, const ingot_attention_graph *
     for (size_t i = 0; i < pack->num_kernels; ++i) {
       const ingot_kernel *k = &pack->kernels[i];
       if (ctx->arch[0] != '\0' && ingot_kernel_object(k, ctx->arch) == NULL) {
-        ingot_strbuf_appendf(report, "%s: arch = \"%s\", allowed in [", k->name, ctx->arch);
-        for (size_t a = 0; a < k->num_objects; ++a)
-          ingot_strbuf_appendf(report, "%s\"%s\"", a ? "," : "", k->objects[a].arch);
-        ingot_strbuf_appendf(report, "]\n");
+        ingot_strbuf_appendf(&lines, "%s: arch = \"%s\", allowed in [", k->name, ctx->arch);
+        for (size_t a = 0; a < k->num_objects; ++a) {
+          ingot_strbuf_appendf(&lines, "%s\"%s\"", a ? "," : "", k->objects[a].arch);
+        }
+        ingot_strbuf_appendf(&lines, "]\n");
         continue;
       }
       ingot_strbuf kwhy = {0};
       if (!umds_hold(k->matchers, k->num_matchers, g, &kwhy)) {
-        ingot_strbuf_appendf(report, "%s: %s\n", k->name, ingot_strbuf_str(&kwhy));
+        ingot_strbuf_appendf(&lines, "%s: %s\n", k->name, ingot_strbuf_str(&kwhy));
         ingot_strbuf_free(&kwhy);
         continue;
       }
@@ -259,6 +473,7 @@ int ingot_select_kernels(const ingot_context *ctx, const ingot_attention_graph *
         const ingot_kernel **more = realloc(list, grown * sizeof *list);
         if (more == NULL) {
           free(list);
+          ingot_strbuf_free(&lines);
           return -1;
         }
         list = more, cap = grown;
@@ -266,6 +481,11 @@ int ingot_select_kernels(const ingot_context *ctx, const ingot_attention_graph *
       list[n++] = k;
     }
   }
+  if (n == 0) {
+    append_summary(report, ctx, g);
+    ingot_strbuf_appendf(report, "%s", ingot_strbuf_str(&lines));
+  }
+  ingot_strbuf_free(&lines);
   if (ctx->num_packs == 0) ingot_strbuf_appendf(report, "no pack is open on this context\n");
   if (n == 0) {
     free(list);

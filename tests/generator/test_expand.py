@@ -2,10 +2,14 @@
 instances, with knob overrides, derived rows and seq_q, and the rules that
 reject duplicate and shadowed instances (each with its accept case first)."""
 
+import itertools
 import json
 import os
+import re
 import tempfile
 import unittest
+
+import yaml
 
 from gen_support import MAIN_CONFIG, MINIMAL_CONFIG, SEED_CONFIG, run_cli
 
@@ -13,6 +17,7 @@ from ingot.archs import ARCHS
 from ingot.cli import EXIT_OK, load_pack
 from ingot.config import validate_and_expand
 from ingot.errors import ConfigErrors
+from ingot.families import attention_decode as ad
 from ingot.load import load_text
 from ingot.render import render_pack
 
@@ -27,11 +32,13 @@ HEAD = MINIMAL[MINIMAL.index("pack:"):MINIMAL.index("variants:")].replace(
 
 
 def variant(name, dtype="[bf16]", head_dim="[128]", group="[4]", kv_layout="[contiguous]", extra_axes="",
-            heads="[[8, 2]]", capacity="[64, 65536]", extra_admit="", extra=""):
+            heads=None, capacity="[64, 65536]", extra_admit="", extra="", batch="[1, 1]"):
+    """heads: None admits by group alone (any Hkv), else the pinned pairs."""
+    pin = f"      heads: {heads}\n" if heads is not None else ""
     return (f"  - name: {name}\n{extra}"
             f"    axes:\n      dtype: {dtype}\n      head_dim: {head_dim}\n      group: {group}\n"
             f"      kv_layout: {kv_layout}\n{extra_axes}"
-            f"    admit:\n      heads: {heads}\n      batch: [1, 1]\n      capacity: {capacity}\n"
+            f"    admit:\n{pin}      batch: {batch}\n      capacity: {capacity}\n"
             f"      masks: [none, causal]\n{extra_admit}")
 
 
@@ -60,22 +67,32 @@ class RealConfigTest(unittest.TestCase):
         cls.by_name = {i.name: i for i in cls.pack.instances}
 
     def test_instance_count_per_variant(self):
+        # Derived from the config itself (adding a shape to it must keep this
+        # green): each variant makes the product of its axes' lengths, less the
+        # excluded combinations; no shipped variant pins heads pairs.
+        with open(MAIN_CONFIG, encoding="utf-8") as f:
+            cfg = yaml.safe_load(f)
+        want = {}
+        for var in cfg["variants"]:
+            self.assertNotIn("heads", var["admit"], var["name"])
+            axes = dict(var["axes"])
+            axes.setdefault("max_sq", [1])
+            keys = sorted(axes)
+            want[var["name"]] = sum(
+                1 for combo in itertools.product(*(axes[k] for k in keys))
+                if not any(all(dict(zip(keys, combo))[k] == v for k, v in ex.items())
+                           for ex in var.get("exclude", [])))
         counts = {}
         for inst in self.pack.instances:
             counts[inst.variant] = counts.get(inst.variant, 0) + 1
-        # decode: 2 dtypes x 2 head dims x 2 groups x 2 layouts; the others likewise.
-        self.assertEqual(counts, {"decode": 16, "decode_long": 4, "decode_mid": 4, "decode_w8": 4, "decode_d256": 4,
-                                  "decode_d256_amd": 4, "decode_d256_tc": 4, "decode_g8": 4, "decode_g8_d64": 4,
-                                  "decode_g8_d256": 4, "decode_g8_d256_tc": 4, "speculative": 12})
-        self.assertEqual(len(self.pack.instances), 68)
-        self.assertEqual(self.pack.archs, ("gfx942", "gfx950", "sm_90"))
+        self.assertEqual(counts, want)
+        self.assertEqual(len(self.pack.instances), sum(want.values()))
+        self.assertEqual(self.pack.archs, tuple(sorted(cfg["archs"])))
 
     def test_instances_are_sorted_and_named_after_their_shape(self):
         names = [i.name for i in self.pack.instances]
         self.assertEqual(names, sorted(names))
         self.assertEqual(len(set(names)), len(names))
-        self.assertEqual(names[0], "attention_decode_bf16_d128_g1_sq1_contig_w4t16_tc")
-        self.assertEqual(names[-1], "attention_decode_fp16_d64_g8_sq1_paged_w4t16_tc")
         for inst in self.pack.instances:
             layout = {"contiguous": "contig", "paged": "paged"}[inst.kv_layout]
             tc = {"auto": "_tc", "simt": ""}[inst.math]
@@ -84,17 +101,21 @@ class RealConfigTest(unittest.TestCase):
                                         f"_sq{inst.max_sq}_{layout}_w{inst.waves}t{inst.tokens_per_wave}{tc}{st}")
 
     def test_knob_overrides_apply_per_variant(self):
+        # Each instance carries the pack's knobs overridden by its variant's (read from the config).
+        with open(MAIN_CONFIG, encoding="utf-8") as f:
+            cfg = yaml.safe_load(f)
+        want = {}
+        for var in cfg["variants"]:
+            knobs = dict(cfg["knobs"], **var.get("knobs", {}))
+            want[var["name"]] = {(knobs["waves"], knobs["tokens_per_wave"], knobs["max_splits"],
+                                  knobs.get("math", "simt"))}
         tpw = {}
         for inst in self.pack.instances:
             tpw.setdefault(inst.variant, set()).add((inst.waves, inst.tokens_per_wave, inst.max_splits, inst.math))
-        self.assertEqual(tpw, {"decode": {(4, 16, 256, "auto")}, "decode_long": {(2, 16, 256, "auto")},
-                               "decode_mid": {(4, 16, 256, "auto")},
-                               "decode_w8": {(8, 16, 256, "auto")},
-                               "decode_d256": {(4, 8, 256, "simt")}, "decode_d256_amd": {(4, 8, 256, "simt")},
-                               "decode_d256_tc": {(4, 16, 256, "auto")},
-                               "decode_g8": {(4, 16, 256, "auto")}, "decode_g8_d64": {(4, 16, 256, "auto")},
-                               "decode_g8_d256": {(4, 4, 256, "simt")},
-                               "decode_g8_d256_tc": {(4, 16, 256, "auto")}, "speculative": {(4, 16, 256, "auto")}})
+        self.assertEqual(tpw, want)
+        # the variants the tests below name, as the shipped config tunes them
+        self.assertEqual(want["decode_w8"], {(8, 16, 256, "auto")})
+        self.assertEqual(want["decode_g8_d256"], {(4, 4, 256, "simt")})
 
     def test_rows_are_group_times_max_sq_capped_at_8(self):
         want = {
@@ -112,13 +133,25 @@ class RealConfigTest(unittest.TestCase):
         self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq1_contig_w4t16_tc"].seq_q, (1, 1))
         self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq4_contig_w4t16_tc"].seq_q, (1, 4))
 
-    def test_heads_are_split_by_group(self):
-        self.assertEqual(self.by_name["attention_decode_bf16_d128_g1_sq4_contig_w4t16_tc"].heads, ((8, 8),))
-        self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq4_contig_w4t16_tc"].heads, ((8, 2), (32, 8)))
-        self.assertEqual(self.by_name["attention_decode_bf16_d128_g8_sq4_contig_w4t16_tc"].heads, ((64, 8),))
+    def test_shipped_kernels_admit_by_group_and_any_kv_heads(self):
+        for inst in self.pack.instances:
+            self.assertEqual((inst.heads, inst.num_kv_heads), ((), (1, 65535)), inst.name)
+            c = inst.constraints()
+            self.assertIn({"field": "group", "op": "eq", "value": inst.group}, c)
+            self.assertIn({"field": "num_kv_heads", "op": "range", "min": 1, "max": 65535}, c)
+            self.assertNotIn("heads", [x["field"] for x in c])
+            self.assertLessEqual(inst.capacity[1], inst.capacity_limit, inst.name)
+        groups = {(i.head_dim, i.group) for i in self.pack.instances}
+        self.assertLessEqual({(d, g) for d in (64, 128, 256) for g in (1, 4, 8)}, groups)
 
     def test_page_sizes_only_on_paged_instances(self):
         self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq1_paged_w4t16_tc"].page_sizes, (16, 32, 64, 128))
+        # the SIMT head-dim-256 kernels' chunks of 8 (4 at group 8) tokens fit smaller pages
+        self.assertEqual(self.by_name["attention_decode_bf16_d256_g1_sq1_paged_w4t8"].page_sizes, (8, 16, 32, 64, 128))
+        self.assertEqual(self.by_name["attention_decode_bf16_d256_g8_sq1_paged_w4t4"].page_sizes,
+                         (4, 8, 16, 32, 64, 128))
+        for inst in self.pack.instances:
+            self.assertTrue(all(p >= inst.tokens_per_wave for p in inst.page_sizes), inst.name)
         self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq1_contig_w4t16_tc"].page_sizes, ())
 
     def test_instances_are_frozen(self):
@@ -145,9 +178,76 @@ class ExpansionRuleTest(unittest.TestCase):
         two = expand(variant("v", **base, extra="    exclude:\n      - {dtype: fp16}\n      - {kv_layout: contiguous}\n"))
         self.assertEqual([i.name for i in two.instances], ["minimal_bf16_d128_g4_sq1_paged_w4t16"])
 
-    def test_a_group_without_admitted_heads_is_no_instance(self):
-        pack = expand(variant("v", group="[1, 4]"))
-        self.assertEqual([i.name for i in pack.instances], ["minimal_bf16_d128_g4_sq1_contig_w4t16"])
+    def test_without_a_pin_every_group_is_an_instance_for_any_kv_heads(self):
+        pack = expand(variant("v", group="[1, 4, 8]"))
+        self.assertEqual([i.name for i in pack.instances], [
+            "minimal_bf16_d128_g1_sq1_contig_w4t16", "minimal_bf16_d128_g4_sq1_contig_w4t16",
+            "minimal_bf16_d128_g8_sq1_contig_w4t16"])
+        for inst in pack.instances:
+            self.assertEqual((inst.heads, inst.num_kv_heads), ((), (1, 65535)))
+            c = inst.constraints()
+            self.assertEqual(c[4:6], [{"field": "group", "op": "eq", "value": inst.group},
+                                      {"field": "num_kv_heads", "op": "range", "min": 1, "max": 65535}])
+            self.assertNotIn("heads", [x["field"] for x in c])
+
+    def test_num_kv_heads_narrows_the_range(self):
+        (inst,) = expand(variant("v", extra_admit="      num_kv_heads: [2, 16]\n")).instances
+        self.assertEqual(inst.num_kv_heads, (2, 16))
+        self.assertIn({"field": "num_kv_heads", "op": "range", "min": 2, "max": 16}, inst.constraints())
+
+    def test_a_pin_admits_its_pairs_and_leaves_a_group_without_one_no_instance(self):
+        pack = expand(variant("v", group="[1, 4]", heads="[[32, 8], [8, 2]]"))
+        (inst,) = pack.instances
+        self.assertEqual(inst.name, "minimal_bf16_d128_g4_sq1_contig_w4t16")
+        self.assertEqual(inst.heads, ((8, 2), (32, 8)))
+        c = inst.constraints()
+        self.assertEqual(c[4]["field"], "group")  # the group first: its decline is the plainer one
+        self.assertIn({"field": "heads", "op": "in", "values": [[8, 2], [32, 8]]}, c)
+
+    def test_reject_pinned_pairs_outside_the_group_or_num_kv_heads(self):
+        errs = expand_errors(variant("v", heads="[[8, 2], [12, 5], [64, 16]]",
+                                     extra_admit="      num_kv_heads: [1, 8]\n"))
+        self.assertEqual([e[e.index("variants[0]"):] for e in errs], [
+            "variants[0].admit.heads[1]: Hq 12 is not a multiple of Hkv 5",
+            "variants[0].admit.heads[2]: heads [64, 16] have Hkv 16 outside the variant's num_kv_heads [1, 8]"])
+        self.assertTrue(all(e.startswith("t.yaml:") for e in errs), errs)
+
+    def test_reject_num_kv_heads_and_batch_past_the_grid(self):
+        for extra_admit, batch, want in (
+                ("      num_kv_heads: [1, 65536]\n", "[1, 1]", "admit.num_kv_heads: range [1, 65536] leaves the allowed 1..65535"),
+                ("      num_kv_heads: [0, 8]\n", "[1, 1]", "admit.num_kv_heads: range [0, 8] leaves the allowed 1..65535"),
+                ("      num_kv_heads: [8, 2]\n", "[1, 1]", "admit.num_kv_heads: range [8, 2] is inverted"),
+                ("", "[1, 65536]", "admit.batch: range [1, 65536] leaves the allowed 1..65535")):
+            with self.subTest(extra_admit=extra_admit, batch=batch):
+                errs = expand_errors(variant("v", extra_admit=extra_admit, batch=batch))
+                self.assertEqual(len(errs), 1, errs)
+                self.assertIn(want, errs[0])
+        (inst,) = expand(variant("v", batch="[1, 65535]")).instances  # the accept case at the limit
+        self.assertEqual(inst.batch, (1, 65535))
+
+    def test_capacity_up_to_the_kernels_int32_token_indices(self):
+        # 4 waves x 16 tokens: a tile of 64; the indices run 8 tiles past the capacity.
+        (inst,) = expand(variant("v", capacity="[1, 2147483135]")).instances
+        self.assertEqual((inst.capacity, inst.capacity_limit), ((1, 2147483135), 2**31 - 1 - 8 * 64))
+        vs = [variant("v", capacity="[1, 2147483136]")]
+        line = variant_line(vs, 0) + 8  # the capacity line of the variant
+        self.assertEqual(expand_errors(*vs), [
+            f"t.yaml:{line}:17: variants[0].admit.capacity: capacity up to 2147483136 is past what instance "
+            "minimal_bf16_d128_g4_sq1_contig_w4t16's int32 token indices allow: they run 8 tiles of 64 tokens "
+            "past the capacity (allowed: at most 2147483135 = 2^31 - 1 - 8 x 64)"])
+
+    def test_token_index_tiles_match_the_plan(self):
+        # The generator's bound and the plan's refusal are one number (the dispatch header's).
+        with open(os.path.join(os.path.dirname(MAIN_CONFIG), "..", "templates",
+                               "ingot_attention_decode_dispatch.h"), encoding="utf-8") as f:
+            header = f.read()
+        m = re.search(r"#define INGOT_AD_TOKEN_INDEX_TILES (\d+)", header)
+        self.assertIsNotNone(m)
+        self.assertEqual(int(m.group(1)), ad.TOKEN_INDEX_TILES)
+        m = re.search(r"Hkv > (\d+)", header)
+        self.assertEqual(int(m.group(1)), ad.MAX_KV_HEADS)
+        m = re.search(r"B > (\d+)", header)
+        self.assertEqual(int(m.group(1)), ad.MAX_BATCH)
 
     def test_variant_knobs_override_the_pack_knobs(self):
         pack = expand(variant("v", extra="    knobs: {waves: 2, tokens_per_wave: 8, max_splits: 64}\n"))
@@ -303,6 +403,32 @@ class DuplicateAndShadowTest(unittest.TestCase):
             f"t.yaml:{variant_line(vs, 1)}:5: variants[1]: instance minimal_bf16_d128_g4_sq2_contig_w4t16 (variant 'two') can never "
             "be chosen: minimal_bf16_d128_g4_sq1_contig_w4t16 (variant 'one') admits every graph it admits and "
             "wins the selection"])
+
+    def test_accept_a_higher_priority_pin_beside_a_range(self):
+        # 'pinned' wins on its pairs; 'wide' still serves every other Hkv.
+        pack = expand(variant("wide"),
+                      variant("pinned", heads="[[8, 2]]", extra="    priority: 1\n    knobs: {waves: 2}\n"))
+        self.assertEqual(len(pack.instances), 2)
+
+    def test_reject_a_pin_shadowed_by_a_range(self):
+        vs = [variant("pinned", heads="[[8, 2], [16, 4]]", extra="    knobs: {waves: 2}\n"),
+              variant("wide", extra_admit="      num_kv_heads: [2, 4]\n", extra="    priority: 1\n")]
+        self.assertEqual(expand_errors(*vs), [
+            f"t.yaml:{variant_line(vs, 0)}:5: variants[0]: instance minimal_bf16_d128_g4_sq1_contig_w2t16 "
+            "(variant 'pinned') can never be chosen: minimal_bf16_d128_g4_sq1_contig_w4t16 (variant 'wide') "
+            "admits every graph it admits and wins the selection"])
+
+    def test_reject_a_range_shadowed_by_pins_that_cover_it(self):
+        vs = [variant("narrow", extra_admit="      num_kv_heads: [2, 3]\n"),
+              variant("pins", heads="[[8, 2], [12, 3]]", extra="    priority: 1\n    knobs: {waves: 2}\n")]
+        self.assertEqual(expand_errors(*vs), [
+            f"t.yaml:{variant_line(vs, 0)}:5: variants[0]: instance minimal_bf16_d128_g4_sq1_contig_w4t16 "
+            "(variant 'narrow') can never be chosen: minimal_bf16_d128_g4_sq1_contig_w2t16 (variant 'pins') "
+            "admits every graph it admits and wins the selection"])
+        # one Hkv of the range without a pin: not shadowed
+        pack = expand(variant("narrow", extra_admit="      num_kv_heads: [2, 4]\n"),
+                      variant("pins", heads="[[8, 2], [12, 3]]", extra="    priority: 1\n    knobs: {waves: 2}\n"))
+        self.assertEqual(len(pack.instances), 2)
 
     def test_accept_equal_admission_at_one_rank(self):
         # Same score and priority: the plan models both and keeps the faster one

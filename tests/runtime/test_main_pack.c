@@ -18,13 +18,15 @@
 
 static const int kHeads[][2] = {{8, 8}, {8, 2}, {32, 8}, {64, 8}};
 
-/* The stub's plan of one kernel shape on an H200-like device (132 SMs);
- * blocks: its resident workgroups per SM (from the packaged registers: 240 per
- * lane, so 2 of 4 waves, 1 of 8). */
-static ingot_dispatch_plan stub_plan(const ingot_attention_graph *g, int waves, int blocks) {
+/* The stub's plan of one kernel shape on the device the plan was made for (its
+ * wave size and compute units: 132 SMs on sm_90, 304 CUs on gfx942, 256 on
+ * gfx950); blocks: its resident workgroups per CU (on sm_90 from the packaged
+ * registers: 240 per lane, so 2 of 4 waves, 1 of 8; elsewhere the plan's). */
+static ingot_dispatch_plan stub_plan(const ingot_attention_graph *g, int waves, int blocks,
+                                     const ingot_device_caps *device) {
   const ingot_dispatch_entry *e = ingot_dispatch_find("ingot_attention_decode_dispatch");
   const ingot_ad_kernel_meta m = {g->q.dtype, 128, 4, 1, 4, waves, 16, 256, g->kv_layout == INGOT_KV_PAGED, 1};
-  const ingot_device_caps caps = {32, 132, 232448, blocks};
+  const ingot_device_caps caps = {device->wave_size, device->compute_units, device->max_lds_bytes, blocks};
   ingot_dispatch_plan p;
   char err[256] = "";
   memset(&p, 0, sizeof p);
@@ -58,7 +60,9 @@ static int check_rank_choice(ingot_context *ctx, int w8_built) {
       ingot_plan_destroy(plan);
       continue;
     }
-    const ingot_dispatch_plan p4 = stub_plan(&g, 4, 2), p8 = stub_plan(&g, 8, 1);
+    const ingot_device_caps *dev = &plan->caps;
+    const ingot_dispatch_plan p4 = stub_plan(&g, 4, w8_built ? 2 : dev->blocks_per_cu, dev),
+                              p8 = stub_plan(&g, 8, 1, dev);
     const int want8 = w8_built && p8.cost < p4.cost;
     const ingot_dispatch_plan *got = ingot_plan_dispatch_info(plan), *want = want8 ? &p8 : &p4;
     const int is8 = strstr(ingot_plan_kernel_name(plan), "_w8t16_tc") != NULL;
@@ -150,12 +154,218 @@ static void check_kernel_inputs(ingot_context *ctx) {
   CHECK_HAS(ingot_context_last_error(ctx), "graph: o strides [8,8,8,1] with dims [1,8,1,128] overlap");
 }
 
+/* Well-known models' decode shapes (docs/attention_decode.md, "Models"): Hq, Hkv, D.
+ * Admitted where a kernel of the group (Hq / Hkv) and head dim exists, whatever Hkv;
+ * the rest need kernel work (row padding, head dims that are not multiples of 32,
+ * multi-query row tiling) and decline with the summary line that says what is missing. */
+typedef struct model_shape {
+  const char *name;
+  int hq, hkv, d;
+  const char *missing; /* NULL: admitted; else the first line of the decline report */
+} model_shape;
+
+static const model_shape kModels[] = {
+    {"Llama-2-7B", 32, 32, 128, NULL},
+    {"Llama-2-13B", 40, 40, 128, NULL},
+    {"Llama-3-8B", 32, 8, 128, NULL},
+    {"Llama-3-70B TP8", 8, 1, 128, NULL},
+    {"Llama-3-70B TP4", 16, 2, 128, NULL},
+    {"Llama-3-405B TP8", 16, 1, 128, "no kernel has group 16 (kernels exist for 1, 4, 8)\n"},
+    {"Mistral-7B", 32, 8, 128, NULL},
+    {"Mixtral-8x7B", 32, 8, 128, NULL},
+    {"Qwen2.5-7B", 28, 4, 128, "no kernel has group 7 (kernels exist for 1, 4, 8)\n"},
+    {"Qwen2.5-14B", 40, 8, 128, "no kernel has group 5 (kernels exist for 1, 4, 8)\n"},
+    {"Qwen2.5-1.5B", 12, 2, 128, "no kernel has group 6 (kernels exist for 1, 4, 8)\n"},
+    {"Qwen2-0.5B", 14, 2, 64, "no kernel has group 7 (kernels exist for 1, 4, 8)\n"},
+    {"Qwen2.5-72B TP8", 8, 1, 128, NULL},
+    {"Gemma-2-9B", 16, 8, 256, "no kernel has group 2 (kernels exist for 1, 4, 8)\n"},
+    {"Gemma-2B", 8, 1, 256, NULL},
+    {"Gemma-7B", 16, 16, 256, NULL},
+    {"Falcon-7B", 71, 1, 64, "no kernel has group 71 (kernels exist for 1, 4, 8)\n"},
+    {"StarCoder", 48, 1, 128, "no kernel has group 48 (kernels exist for 1, 4, 8)\n"},
+    {"Phi-2", 32, 32, 80, "no kernel has head_dim 80 (kernels exist for 64, 128, 256)\n"},
+    {"Phi-3-mini", 32, 32, 96, "no kernel has head_dim 96 (kernels exist for 64, 128, 256)\n"},
+    {"Yi-34B", 56, 8, 128, "no kernel has group 7 (kernels exist for 1, 4, 8)\n"},
+    {"DeepSeek-V2-Lite (MHA)", 16, 16, 128, NULL},
+    {"GQA 24/3", 24, 3, 128, NULL},
+    {"GQA 48/6", 48, 6, 128, NULL},
+    {"GQA 40/5", 40, 5, 128, NULL},
+    {"GQA 4/1", 4, 1, 64, NULL},
+};
+
+/* Each model shape, bf16 and fp16, B = 8, capacity 8192, contiguous and paged 16, with
+ * and without LSE: the plan's kernel has the graph's dtype, head dim and group, or the
+ * report starts with the summary line of what no kernel has. */
+static void check_models(ingot_context *ctx, const char *arch) {
+  int admitted = 0, declined = 0;
+  for (size_t m = 0; m < sizeof kModels / sizeof kModels[0]; ++m) {
+    const model_shape *ms = &kModels[m];
+    for (int v = 0; v < 8; ++v) {
+      const ingot_dtype dt = v & 1 ? INGOT_DTYPE_FP16 : INGOT_DTYPE_BF16;
+      const int paged = (v >> 1) & 1, lse = (v >> 2) & 1;
+      ingot_attention_graph g = shaped_graph(dt, ms->hq, ms->hkv, ms->d, 1, 8, 8192, paged, 16, v & 1, lse);
+      ingot_plan *plan = NULL;
+      const ingot_status s = ingot_plan_create(ctx, &g, &plan);
+      if (ms->missing == NULL) {
+        CHECK_STATUS(s, INGOT_OK);
+        if (s != INGOT_OK) {
+          fprintf(stderr, "  %s %s: %s\n", arch, ms->name, ingot_context_last_error(ctx));
+          continue;
+        }
+        char want[96];
+        snprintf(want, sizeof want, "attention_decode_%s_d%d_g%d_sq1_%s_", dt == INGOT_DTYPE_BF16 ? "bf16" : "fp16",
+                 ms->d, ms->hq / ms->hkv, paged ? "paged" : "contig");
+        CHECK_HAS(ingot_plan_kernel_name(plan), want);
+        ++admitted;
+        ingot_plan_destroy(plan);
+      } else {
+        CHECK_STATUS(s, INGOT_NO_MATCH);
+        CHECK(plan == NULL);
+        const char *report = ingot_context_decline_report(ctx);
+        if (strncmp(report, ms->missing, strlen(ms->missing)) != 0)
+          fprintf(stderr, "  %s %s: report starts\n%.300s\nwanted\n%s", arch, ms->name, report, ms->missing);
+        CHECK(strncmp(report, ms->missing, strlen(ms->missing)) == 0);
+        ++declined;
+      }
+    }
+  }
+  printf("test_main_pack: %s, %zu model shapes x 8 graphs: %d planned, %d declined\n", arch,
+         sizeof kModels / sizeof kModels[0], admitted, declined);
+}
+
+/* Plans g: 1 with the plan's kernel name in kernel, or 0 with the last error there. */
+static int plans(ingot_context *ctx, const ingot_attention_graph *g, char *kernel, size_t n) {
+  ingot_plan *plan = NULL;
+  const ingot_status s = ingot_plan_create(ctx, g, &plan);
+  if (s != INGOT_OK) {
+    snprintf(kernel, n, "%s", ingot_context_last_error(ctx));
+    return 0;
+  }
+  snprintf(kernel, n, "%s", ingot_plan_kernel_name(plan));
+  ingot_plan_destroy(plan);
+  return 1;
+}
+
+/* The limits, at and past each bound: batch 1..65535 (grid z), any Hkv up to 65535
+ * (grid y), capacity 1..2^31 - 1 - 8 x 128 (the kernels' int32 token indices, for the
+ * largest tile of the pack), page sizes from a wave's chunk (16; 8 for the SIMT
+ * head-dim-256 kernels, 4 at group 8) to 128. Accept cases first. */
+static void check_limits(ingot_context *ctx, const char *arch) {
+  char name[1024];
+  const int amd = strncmp(arch, "gfx", 3) == 0;
+  /* batch 4096 and 65535, paged and contiguous */
+  static const int batches[] = {1, 4096, 65535};
+  for (int i = 0; i < 3; ++i)
+    for (int paged = 0; paged < 2; ++paged) {
+      ingot_attention_graph g = shaped_graph(INGOT_DTYPE_BF16, 32, 8, 128, 1, batches[i], 8192, paged, 16, 1, 1);
+      const int ok = plans(ctx, &g, name, sizeof name);
+      if (!ok) fprintf(stderr, "  %s batch %d: %s\n", arch, batches[i], name);
+      CHECK(ok);
+      if (ok) CHECK_HAS(name, "_d128_g4_sq1_");
+    }
+  {
+    ingot_attention_graph g = shaped_graph(INGOT_DTYPE_BF16, 32, 8, 128, 1, 65536, 64, 0, 16, 0, 0);
+    ingot_plan *plan = NULL;
+    CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_NO_MATCH);
+    CHECK_HAS(ingot_context_decline_report(ctx), "no kernel has batch 65536 (kernels exist for 1..65535)\n");
+  }
+  /* Hkv 1 and 65535 (group 1: Hq 65535; group 8 at 8191 x 8) */
+  {
+    ingot_attention_graph g = shaped_graph(INGOT_DTYPE_FP16, 65535, 65535, 64, 1, 1, 64, 0, 16, 0, 0);
+    CHECK(plans(ctx, &g, name, sizeof name));
+    CHECK_HAS(name, "_d64_g1_");
+    g = shaped_graph(INGOT_DTYPE_FP16, 8 * 8191, 8191, 128, 1, 2, 256, 1, 16, 0, 1);
+    CHECK(plans(ctx, &g, name, sizeof name));
+    CHECK_HAS(name, "_d128_g8_");
+    g = shaped_graph(INGOT_DTYPE_FP16, 65536, 65536, 64, 1, 1, 64, 0, 16, 0, 0);
+    ingot_plan *plan = NULL;
+    CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_NO_MATCH);
+    CHECK_HAS(ingot_context_decline_report(ctx), "no kernel has num_kv_heads 65536 (kernels exist for 1..65535)\n");
+  }
+  /* capacity: 1, and the largest the pack's kernels admit (2^31 - 1 - 8 x 128); one more declines */
+  static const int64_t caps[] = {1, 2, 2147482623};
+  for (int i = 0; i < 3; ++i)
+    for (int paged = 0; paged < 2; ++paged) {
+      ingot_attention_graph g = shaped_graph(INGOT_DTYPE_BF16, 8, 1, 128, 1, 1, caps[i], paged, 128, 0, 0);
+      const int ok = plans(ctx, &g, name, sizeof name);
+      if (!ok) fprintf(stderr, "  %s capacity %lld: %s\n", arch, (long long)caps[i], name);
+      CHECK(ok);
+    }
+  {
+    ingot_attention_graph g = shaped_graph(INGOT_DTYPE_BF16, 8, 1, 128, 1, 1, 2147482624, 1, 128, 0, 0);
+    ingot_plan *plan = NULL;
+    CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_NO_MATCH);
+    CHECK_HAS(ingot_context_decline_report(ctx),
+              "no kernel has capacity 2147482624 (kernels exist for 1..2147482623)\n");
+  }
+  /* page sizes: 16..128 everywhere; 8 for head dim 256 at group 1 (every arch) and 4, 8 at
+   * groups 4 and 8 on the AMD archs (their SIMT kernels); 1 and 2 nowhere */
+  static const int pages[] = {1, 2, 4, 8, 16, 32, 64, 128};
+  static const int groups[] = {1, 4, 8};
+  for (int p = 0; p < 8; ++p)
+    for (int gi = 0; gi < 3; ++gi)
+      for (int d = 64; d <= 256; d *= 2) {
+        const int grp = groups[gi], page = pages[p];
+        ingot_attention_graph g = shaped_graph(INGOT_DTYPE_BF16, grp * 2, 2, d, 1, 4, 4096, 1, page, 0, 0);
+        int want = page >= 16;
+        if (d == 256 && page == 8) want = grp == 1 || amd;
+        if (d == 256 && page == 4) want = grp == 8 && amd;
+        const int got = plans(ctx, &g, name, sizeof name);
+        if (got != want) fprintf(stderr, "  %s D%d g%d page %d: %s\n", arch, d, grp, page, name);
+        CHECK(got == want);
+        if (page <= 2) CHECK(strncmp(ingot_context_decline_report(ctx), "no kernel has page_size ", 24) == 0);
+      }
+  {
+    ingot_attention_graph g = shaped_graph(INGOT_DTYPE_BF16, 8, 8, 256, 1, 4, 4096, 1, 2, 0, 0);
+    ingot_plan *plan = NULL;
+    CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_NO_MATCH);
+    CHECK_HAS(ingot_context_decline_report(ctx),
+              amd ? "no kernel has page_size 2 (kernels exist for 4, 8, 16, 32, 64, 128)\n"
+                  : "no kernel has page_size 2 (kernels exist for 8, 16, 32, 64, 128)\n");
+    /* page 8 at head dim 128: some kernel admits 8 (head dim 256), so no summary line; the
+     * paged head-dim-128 kernels name the page size */
+    g = shaped_graph(INGOT_DTYPE_BF16, 8, 2, 128, 1, 4, 4096, 1, 8, 0, 0);
+    CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_NO_MATCH);
+    CHECK(strncmp(ingot_context_decline_report(ctx), "no kernel has", 13) != 0);
+    CHECK_HAS(ingot_context_decline_report(ctx),
+              "attention_decode_bf16_d128_g4_sq1_paged_w4t16_tc: page_size = 8, allowed in [16,32,64,128]\n");
+  }
+}
+
+/* The plan's own bound on capacity, from the kernel's tile (the dispatch stub, below
+ * the matcher): at the bound it plans, one past it is refused with the limit named. */
+static void check_plan_capacity_bound(void) {
+  const ingot_dispatch_entry *e = ingot_dispatch_find("ingot_attention_decode_dispatch");
+  CHECK(e != NULL);
+  if (e == NULL) return;
+  const ingot_device_caps caps = {32, 132, 232448, 2};
+  for (int waves = 1; waves <= 8; waves *= 2) {
+    const int tpw = 16 << rnd_range(0, 2);
+    const ingot_ad_kernel_meta m = {INGOT_DTYPE_BF16, 128, 4, 1, 4, waves, tpw, 256, 0, 1};
+    const int64_t bound = 2147483647 - 8 * (int64_t)waves * tpw;
+    ingot_attention_graph g = shaped_graph(INGOT_DTYPE_BF16, 8, 2, 128, 1, 1, bound, 0, 16, 0, 0);
+    ingot_dispatch_plan p;
+    char err[256] = "", want[256];
+    CHECK_STATUS(e->plan(&m, &g, &caps, &p, err, sizeof err), INGOT_OK);
+    CHECK(p.capacity == (int32_t)bound);
+    g = shaped_graph(INGOT_DTYPE_BF16, 8, 2, 128, 1, 1, bound + 1, 0, 16, 0, 0);
+    CHECK_STATUS(e->plan(&m, &g, &caps, &p, err, sizeof err), INGOT_INVALID_ARGUMENT);
+    snprintf(want, sizeof want,
+             "plan: capacity %lld outside 1..%lld (the kernel's int32 token indices run 8 tiles of %d tokens past "
+             "the capacity: at most 2^31 - 1 - %d)",
+             (long long)bound + 1, (long long)bound, waves * tpw, 8 * waves * tpw);
+    CHECK(strcmp(err, want) == 0);
+    if (strcmp(err, want) != 0) fprintf(stderr, "  got: %s\n  want: %s\n", err, want);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s PACKDIR\n", argv[0]);
     return 2;
   }
   test_seed_rng();
+  check_plan_capacity_bound();
   const char *archs[] = {"sm_90", "gfx942", "gfx950"};
   size_t kernels = 0;
   int planned = 0, split_plans = 0, tensor_core = 0;
@@ -168,11 +378,15 @@ int main(int argc, char **argv) {
     CHECK(kernels >= 40 && ingot_context_kernel_count(ctx) == kernels);
     for (int i = 0; i < 300; ++i) {
       const ingot_dtype dt = rnd() & 1 ? INGOT_DTYPE_BF16 : INGOT_DTYPE_FP16;
-      const int *h = kHeads[rnd_range(0, 3)];
+      /* any KV head count with a group a kernel has (1, 4, 8): Hq = group x Hkv */
+      static const int kGroups[] = {1, 4, 8};
+      const int grp = kGroups[rnd_range(0, 2)];
+      const int hkv = (int)(i % 7 == 0 ? rnd_range(1, 2048) : rnd_range(1, 64));
+      const int h[2] = {grp * hkv, hkv};
       const int d = (int)(64 << rnd_range(0, 2)); /* 64, 128, 256 */
       const int sq = d == 128 ? (int)rnd_range(1, 4) : 1;
-      const int b = (int)rnd_range(1, 64);
-      const int64_t capacity = rnd_range(64, i % 10 == 0 ? 1048576 : 65536);
+      const int b = (int)(i % 5 == 0 ? rnd_range(1, 4096) : rnd_range(1, 64));
+      const int64_t capacity = rnd_range(1, i % 10 == 0 ? 2147482623 : 65536);
       const int paged = (int)(rnd() & 1), page = 16 << rnd_range(0, 3);
       const int causal = (int)(rnd() & 1), lse = (int)(rnd() & 1);
       ingot_attention_graph g = shaped_graph(dt, h[0], h[1], d, sq, b, capacity, paged, page, causal, lse);
@@ -218,13 +432,19 @@ int main(int argc, char **argv) {
       ingot_plan_destroy(plan);
     }
     check_kernel_inputs(ctx);
-    /* Outside the admitted space: head dim 96, Hq 24 / Hkv 8 (group 3), Sq 5, capacity 63. */
+    check_models(ctx, archs[a]);
+    check_limits(ctx, archs[a]);
+    /* Outside the admitted space: head dim 96, Hq 24 / Hkv 8 (group 3), Sq 5, capacity 2^31 - 1;
+     * each report starts with its summary line. */
     const ingot_attention_graph bad[] = {
         shaped_graph(INGOT_DTYPE_BF16, 8, 2, 96, 1, 1, 4096, 0, 16, 0, 0),
         shaped_graph(INGOT_DTYPE_BF16, 24, 8, 128, 1, 1, 4096, 0, 16, 0, 0),
         shaped_graph(INGOT_DTYPE_BF16, 8, 2, 128, 5, 1, 4096, 0, 16, 1, 0),
-        shaped_graph(INGOT_DTYPE_BF16, 8, 2, 128, 1, 1, 63, 0, 16, 0, 0)};
-    const char *why[] = {"head_dim = 96", "heads = [24,8]", "seq_q = 5", "capacity = 63"};
+        shaped_graph(INGOT_DTYPE_BF16, 8, 2, 128, 1, 1, 2147483647, 0, 16, 0, 0)};
+    const char *why[] = {"no kernel has head_dim 96 (kernels exist for 64, 128, 256)\n",
+                         "no kernel has group 3 (kernels exist for 1, 4, 8)\n",
+                         "no kernel has seq_q 5 (kernels exist for 1..4)\n",
+                         "no kernel has capacity 2147483647 (kernels exist for 1..2147482623)\n"};
     /* decode_w8 is built for sm_90 alone */
     const int eights = check_rank_choice(ctx, a == 0);
     CHECK(a == 0 ? eights > 0 : eights == 0);
@@ -234,6 +454,7 @@ int main(int argc, char **argv) {
       CHECK_STATUS(ingot_plan_create(ctx, &bad[i], &plan), INGOT_NO_MATCH);
       CHECK(plan == NULL);
       CHECK_HAS(ingot_context_decline_report(ctx), why[i]);
+      CHECK(strncmp(ingot_context_decline_report(ctx), why[i], strlen(why[i])) == 0); /* first */
     }
     ingot_context_destroy(ctx);
   }

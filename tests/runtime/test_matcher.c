@@ -98,6 +98,89 @@ static void set_dim(ingot_tensor_desc *t, int i, int64_t d) {
   set_tensor(t, t->dtype, t->rank, nd);
 }
 
+/* Plans g (expecting NO_MATCH) and compares the whole decline report. */
+static void expect_report(ingot_context *ctx, const ingot_attention_graph *g, const char *want) {
+  ingot_plan *plan = NULL;
+  CHECK_STATUS(ingot_plan_create(ctx, g, &plan), INGOT_NO_MATCH);
+  CHECK(plan == NULL);
+  const char *got = ingot_context_decline_report(ctx);
+  if (strcmp(got, want) != 0) fprintf(stderr, "report:\n%s\nwanted:\n%s\n", got, want);
+  CHECK(strcmp(got, want) == 0);
+}
+
+/* The decline report starts with one line per field whose value no kernel
+ * admits, naming what the kernels do admit; then the per-kernel lines. Accept
+ * case first: a graph that plans leaves no report at all. */
+static void test_decline_summary(void) {
+  ingot_context *ctx = open_ctx(NULL);
+  const char *K = "test_seed_bf16_d128_g4_sq1_contig_w4t16: ";
+  char want[1024];
+  ingot_attention_graph g = seed_graph(rnd_range(64, 65536), INGOT_MASK_NONE);
+  ingot_plan *plan = NULL;
+  CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_OK);
+  CHECK(!strcmp(ingot_context_decline_report(ctx), ""));
+  ingot_plan_destroy(plan);
+
+  g = seed_graph(4096, INGOT_MASK_NONE);
+  set_dim(&g.q, 3, 72);
+  set_dim(&g.o, 3, 72);
+  set_dim(&g.k, 3, 72);
+  set_dim(&g.v, 3, 72);
+  snprintf(want, sizeof want, "no kernel has head_dim 72 (kernels exist for 128)\n%shead_dim = 72, allowed eq 128\n", K);
+  expect_report(ctx, &g, want);
+
+  /* every dtype field the kernel constrains: one line each, in the UMD's order */
+  g = seed_graph(4096, INGOT_MASK_CAUSAL);
+  set_dtype(&g, INGOT_DTYPE_FP16);
+  snprintf(want, sizeof want,
+           "no kernel has dtype \"fp16\" (kernels exist for \"bf16\")\n"
+           "no kernel has kv_dtype \"fp16\" (kernels exist for \"bf16\")\n"
+           "no kernel has o_dtype \"fp16\" (kernels exist for \"bf16\")\n"
+           "no kernel has v_dtype \"fp16\" (kernels exist for \"bf16\")\n"
+           "%sdtype = \"fp16\", allowed eq \"bf16\"\n", K);
+  expect_report(ctx, &g, want);
+
+  /* Hq no multiple of Hkv: the group is 0, and the line says why */
+  g = seed_graph(4096, INGOT_MASK_NONE);
+  set_dim(&g.k, 2, 3);
+  set_dim(&g.v, 2, 3);
+  snprintf(want, sizeof want,
+           "no kernel has group 0 (Hq 8 is not a multiple of Hkv 3; kernels exist for 4)\n"
+           "no kernel has heads [8,3] (kernels exist for [8,2])\n"
+           "%sgroup = 0, allowed eq 4\n", K);
+  expect_report(ctx, &g, want);
+
+  /* ranges: batch [1, 1], capacity [64, 65536] */
+  g = seed_graph(4096, INGOT_MASK_NONE);
+  set_dim(&g.q, 0, 3);
+  set_dim(&g.o, 0, 3);
+  set_dim(&g.k, 0, 3);
+  set_dim(&g.v, 0, 3);
+  set_dim(&g.seq_lens, 0, 3);
+  snprintf(want, sizeof want, "no kernel has batch 3 (kernels exist for 1)\n%sbatch = 3, allowed range [1, 1]\n", K);
+  expect_report(ctx, &g, want);
+  g = seed_graph(4096, INGOT_MASK_NONE);
+  set_capacity(&g, 65537);
+  snprintf(want, sizeof want,
+           "no kernel has capacity 65537 (kernels exist for 64..65536)\n%scapacity = 65537, allowed range [64, 65536]\n", K);
+  expect_report(ctx, &g, want);
+
+  /* a graph-scope decline: the pack's line alone (no kernel was asked) */
+  g = seed_graph(4096, INGOT_MASK_NONE);
+  g.seq_lens.dtype = INGOT_DTYPE_INT64;
+  expect_report(ctx, &g, "pack test_seed (all 1 kernels, graph-scope): seq_lens.dtype = \"int64\", allowed eq \"int32\"\n");
+  ingot_context_destroy(ctx);
+
+  /* an arch no kernel is built for */
+  ctx = open_ctx("gfx1100");
+  g = seed_graph(4096, INGOT_MASK_NONE);
+  snprintf(want, sizeof want,
+           "no kernel has arch \"gfx1100\" (kernels exist for \"gfx942\", \"gfx950\", \"sm_90\")\n"
+           "%sarch = \"gfx1100\", allowed in [\"gfx942\",\"gfx950\",\"sm_90\"]\n", K);
+  expect_report(ctx, &g, want);
+  ingot_context_destroy(ctx);
+}
+
 static void test_declines(void) {
   ingot_context *ctx = open_ctx(NULL);
   const char *K = "test_seed_bf16_d128_g4_sq1_contig_w4t16: ";
@@ -115,14 +198,23 @@ static void test_declines(void) {
     g = seed_graph(cap, mask);
     set_dim(&g.q, 1, 16);
     set_dim(&g.o, 1, 16);
-    snprintf(want, sizeof want, "%sheads = [16,2], allowed in [[8,2]]", K);
+    snprintf(want, sizeof want, "%sgroup = 8, allowed eq 4", K);
     expect_decline(ctx, &g, "Hq 16", want);
 
     g = seed_graph(cap, mask);
     set_dim(&g.k, 2, 4);
     set_dim(&g.v, 2, 4);
-    snprintf(want, sizeof want, "%sheads = [8,4], allowed in [[8,2]]", K);
+    snprintf(want, sizeof want, "%sgroup = 2, allowed eq 4", K);
     expect_decline(ctx, &g, "Hkv 4", want);
+
+    /* group 4, but not the pair the test pack pins (tests/data/test_seed.yaml) */
+    g = seed_graph(cap, mask);
+    set_dim(&g.q, 1, 16);
+    set_dim(&g.o, 1, 16);
+    set_dim(&g.k, 2, 4);
+    set_dim(&g.v, 2, 4);
+    snprintf(want, sizeof want, "%sheads = [16,4], allowed in [[8,2]]", K);
+    expect_decline(ctx, &g, "pinned heads", want);
 
     g = seed_graph(cap, mask);
     set_dim(&g.q, 3, 64);
@@ -387,6 +479,7 @@ int main(int argc, char **argv) {
   test_kernel_inputs_accept();
   if (g_failures) return test_finish("test_matcher (kernel-input accept cases failed; declines not run)");
   test_declines();
+  test_decline_summary();
   test_kernel_inputs_decline();
   test_overlap_ground_truth();
   test_field_names();

@@ -14,7 +14,18 @@ KV_LAYOUTS = ("contiguous", "paged")
 MASKS = ("none", "causal")
 MAX_ROWS = 8  # q and accumulator rows one workgroup keeps in registers
 MAX_SPLITS = 256  # kernel limit (kMaxSplits in the header)
-KERNEL_MAX_CAPACITY = 1 << 30
+INT32_MAX = (1 << 31) - 1
+# The graph's own bound on capacity; a kernel's is lower (capacity_limit below).
+KERNEL_MAX_CAPACITY = INT32_MAX
+# The kernels' token indices are int32 and run up to this many tiles past the
+# capacity (the ring's copies NS - 1 tiles ahead, at most 8 stages); the plan
+# refuses larger capacities (INGOT_AD_TOKEN_INDEX_TILES in
+# templates/ingot_attention_decode_dispatch.h; test_expand reads both).
+TOKEN_INDEX_TILES = 8
+# Grid y (merge: Hkv) and z (B) are at most 65535 on every arch; the plan
+# refuses more (templates/ingot_attention_decode_dispatch.h).
+MAX_KV_HEADS = 65535
+MAX_BATCH = 65535
 ELEMENT_BYTES = 2
 
 AXES = {
@@ -43,9 +54,13 @@ KNOBS = {
 }
 OPTIONAL_KNOBS = {"occupancy": 0, "math": "simt", "stages": 0, "trace": 0}
 
+# A kernel is specialized on its group (Hq / Hkv, the axis `group`): any
+# number of KV heads in `num_kv_heads` runs on it. `heads` pins exact
+# (Hq, Hkv) pairs for a pack that wants only those.
 ADMIT = Map({
-    "heads": (List(List(Int(1, 1024), min_len=2, max_len=2), unique=True), True, None),
-    "batch": (Range(1, 65535), True, None),
+    "num_kv_heads": (Range(1, MAX_KV_HEADS), False, (1, MAX_KV_HEADS)),
+    "heads": (List(List(Int(1, MAX_KV_HEADS * 64), min_len=2, max_len=2), unique=True), False, None),
+    "batch": (Range(1, MAX_BATCH), True, None),
     "seq_q": (Range(1, 8), False, None),
     "capacity": (Range(1, KERNEL_MAX_CAPACITY), True, None),
     "page_sizes": (List(Int(1, 1 << 20), unique=True), False, None),
@@ -116,7 +131,8 @@ class Instance:
     math: str
     stages: int
     priority: int
-    heads: tuple  # ((hq, hkv), ...)
+    num_kv_heads: tuple  # (lo, hi): the KV heads it runs with
+    heads: tuple  # ((hq, hkv), ...) pinned pairs of its group; () when any Hkv in num_kv_heads
     batch: tuple
     seq_q: tuple
     capacity: tuple
@@ -149,6 +165,16 @@ class Instance:
                 self.tokens_per_wave, self.rows, self.occupancy, self.math, self.stages, self.trace)
 
     @property
+    def tile(self):
+        """Tokens one workgroup streams per step."""
+        return self.waves * self.tokens_per_wave
+
+    @property
+    def capacity_limit(self):
+        """The largest capacity its int32 token indices allow (TOKEN_INDEX_TILES)."""
+        return INT32_MAX - TOKEN_INDEX_TILES * self.tile
+
+    @property
     def rows_total(self):
         return self.group * self.max_sq
 
@@ -163,7 +189,9 @@ class Instance:
         frozenset or an inclusive (lo, hi) range."""
         return {
             "dtype": frozenset([self.dtype]), "head_dim": frozenset([self.head_dim]),
-            "kv_layout": frozenset([self.kv_layout]), "heads": frozenset(self.heads),
+            "kv_layout": frozenset([self.kv_layout]), "group": frozenset([self.group]),
+            # KV head counts: a range, or the pinned pairs' (all of this group)
+            "num_kv_heads": frozenset(h[1] for h in self.heads) if self.heads else self.num_kv_heads,
             "batch": self.batch, "seq_q": self.seq_q, "capacity": self.capacity,
             "page_sizes": frozenset(self.page_sizes), "masks": frozenset(self.masks),
             "lse": frozenset([False, True] if self.lse else [False]),
@@ -177,7 +205,8 @@ class Instance:
             {"field": "kv_dtype", "op": "eq", "value": self.dtype},
             {"field": "o_dtype", "op": "eq", "value": self.dtype},
             {"field": "head_dim", "op": "eq", "value": self.head_dim},
-            {"field": "heads", "op": "in", "values": [list(h) for h in self.heads]},
+            {"field": "group", "op": "eq", "value": self.group},
+            {"field": "num_kv_heads", "op": "range", "min": self.num_kv_heads[0], "max": self.num_kv_heads[1]},
             {"field": "batch", "op": "range", "min": self.batch[0], "max": self.batch[1]},
             {"field": "seq_q", "op": "range", "min": self.seq_q[0], "max": self.seq_q[1]},
             {"field": "capacity", "op": "range", "min": self.capacity[0], "max": self.capacity[1]},
@@ -187,6 +216,8 @@ class Instance:
             # entries above, whose order the descriptor tests index into)
             {"field": "v_dtype", "op": "eq", "value": self.dtype},
         ]
+        if self.heads:  # a pack's pin, after the group's own constraints
+            c.append({"field": "heads", "op": "in", "values": [list(h) for h in self.heads]})
         if self.kv_layout == "paged":
             c.append({"field": "page_size", "op": "in", "values": list(self.page_sizes)})
         c.append({"field": "lse", "op": "in", "values": [False, True] if self.lse else [False]})
