@@ -341,7 +341,7 @@ static void append_admitted(ingot_strbuf *sb, const field_summary *f) {
     return;
   }
   for (size_t i = 0; i < nv; ++i) vals[i] = json_array_get(f->values, i);
-  qsort(vals, nv, sizeof *vals, json_value_cmp);
+  if (nv > 1) qsort(vals, nv, sizeof *vals, json_value_cmp);
   for (size_t i = 0; i < nv; ++i, ++total) {
     if (shown == SUMMARY_MAX_SHOWN) continue;
     ingot_strbuf_appendf(sb, "%s", shown++ ? ", " : "");
@@ -351,7 +351,7 @@ static void append_admitted(ingot_strbuf *sb, const field_summary *f) {
     rs[i][0] = json_integer_value(json_array_get(json_array_get(f->ranges, i), 0));
     rs[i][1] = json_integer_value(json_array_get(json_array_get(f->ranges, i), 1));
   }
-  qsort(rs, nr, sizeof *rs, range_cmp);
+  if (nr > 1) qsort(rs, nr, sizeof *rs, range_cmp);
   for (size_t i = 0; i < nr;) { /* merge overlapping and adjacent ranges */
     json_int_t lo = rs[i][0], hi = rs[i][1];
     size_t j = i + 1;
