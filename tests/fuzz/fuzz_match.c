@@ -54,8 +54,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FZ_REQUIRE(s == INGOT_INVALID_ARGUMENT || s == INGOT_NO_MATCH, "status %s: %s", ingot_status_string(s),
                ingot_context_last_error(ctx));
     FZ_REQUIRE(ingot_context_last_error(ctx)[0] != 0, "no message for %s", ingot_status_string(s));
-    if (s == INGOT_NO_MATCH)
-      FZ_REQUIRE(ingot_context_decline_report(ctx)[0] != 0, "NO_MATCH without a decline report");
+    if (s == INGOT_NO_MATCH) {
+      const char *report = ingot_context_decline_report(ctx);
+      FZ_REQUIRE(report[0] != 0, "NO_MATCH without a decline report");
+      /* The summary lines ("no kernel has F V (... kernels exist for ...)") come first, whole. */
+      int past_summary = 0;
+      for (const char *line = report; *line;) {
+        const char *end = strchr(line, '\n');
+        FZ_REQUIRE(end != NULL, "report line without a newline: [%s]", line);
+        if (end == NULL) break;
+        const int summary = strncmp(line, "no kernel has ", 14) == 0;
+        FZ_REQUIRE(!(summary && past_summary), "a summary line after a per-kernel line:\n%s", report);
+        if (summary)
+          FZ_REQUIRE(end - line > 2 && end[-1] == ')' && strstr(line, "kernels exist for ") != NULL &&
+                         strstr(line, "kernels exist for ") < end,
+                     "summary line [%.*s]", (int)(end - line), line);
+        past_summary = past_summary || !summary;
+        line = end + 1;
+      }
+    }
     if (s == INGOT_INVALID_ARGUMENT)
       FZ_REQUIRE(strncmp(ingot_context_last_error(ctx), "graph", 5) == 0, "message [%s]",
                  ingot_context_last_error(ctx));
