@@ -132,6 +132,20 @@ static ingot_context *fake_context_for(fake_dev *f, const char *pack) {
 }
 static ingot_context *fake_context(fake_dev *f) { return fake_context_for(f, g_pack); }
 
+/* The test_seed KDP of a pack copy (path receives its file name), and its
+ * first kernel's object for an arch: what the tests below edit and write back. */
+static json_t *load_seed_kdp(const char *dir, char *path, size_t n) {
+  snprintf(path, n, "%s/test_seed.kdp.json", dir);
+  json_error_t je;
+  json_t *kdp = json_load_file(path, 0, &je);
+  CHECK(kdp != NULL);
+  return kdp;
+}
+static json_t *seed_object(json_t *kdp, const char *arch) {
+  return json_object_get(json_object_get(json_object_get(json_array_get(json_object_get(kdp, "kernelDescriptors"), 0),
+                                                         "kernel_source"), "objects"), arch);
+}
+
 /* A code object that declares dynamic LDS for its split: the function opts in
  * once, at load, with that many bytes; every split launch carries them and the
  * merge none. A driver that refuses the opt-in fails the execute with a message
@@ -140,14 +154,10 @@ static void test_dynamic_lds(const ingot_attention_buffers *b, void *ws) {
   char dir[1024];
   CHECK(copy_pack(g_pack, dir, sizeof dir));
   char p[1200];
-  snprintf(p, sizeof p, "%s/test_seed.kdp.json", dir);
-  json_error_t je;
-  json_t *kdp = json_load_file(p, 0, &je);
-  CHECK(kdp != NULL);
+  json_t *kdp = load_seed_kdp(dir, p, sizeof p);
   if (kdp == NULL) return;
   const int bytes = (int)rnd_range(1, 4096) * 16; /* up to gfx942's 64 KiB */
-  json_t *obj = json_object_get(json_object_get(json_object_get(json_array_get(json_object_get(kdp, "kernelDescriptors"), 0),
-                                                                "kernel_source"), "objects"), "gfx942");
+  json_t *obj = seed_object(kdp, "gfx942");
   CHECK(json_is_object(json_object_get(obj, "dynamic_lds"))); /* the packager writes it for every object */
   json_t *dyn = json_object();
   json_object_set_new(dyn, "split", json_integer(bytes));
@@ -312,15 +322,11 @@ static void test_agprs_counted_once(void) {
   char dir[1024];
   CHECK(copy_pack(g_pack, dir, sizeof dir));
   char p[1200];
-  snprintf(p, sizeof p, "%s/test_seed.kdp.json", dir);
-  json_error_t je;
-  json_t *kdp = json_load_file(p, 0, &je);
-  CHECK(kdp != NULL);
+  json_t *kdp = load_seed_kdp(dir, p, sizeof p);
   if (!kdp) return;
   /* VGPRs of 160..256 with enough AGPRs among them that adding them would pass 256 */
   const int vgpr = (int)rnd_range(160, 256), agpr = (int)rnd_range(257 - vgpr, vgpr - 1);
-  json_t *split = json_object_get(json_object_get(json_object_get(json_object_get(json_object_get(json_array_get(
-      json_object_get(kdp, "kernelDescriptors"), 0), "kernel_source"), "objects"), "gfx942"), "resources"), "split");
+  json_t *split = json_object_get(json_object_get(seed_object(kdp, "gfx942"), "resources"), "split");
   CHECK(split != NULL);
   json_object_set_new(split, "vgpr", json_integer(vgpr));
   json_object_set_new(split, "agpr", json_integer(agpr));
