@@ -12,7 +12,7 @@ from ingot.archs import ARCHS
 from ingot.config import validate_and_expand
 from ingot.errors import ConfigError, ConfigErrors, Mark, printable
 from ingot.load import load_bytes, read_config
-from ingot.write import DEFAULT_LOCK_TIMEOUT, OutputError, WriteFailed
+from ingot.write import DEFAULT_LOCK_TIMEOUT, OutputError
 
 EXIT_OK, EXIT_DRIFT, EXIT_CONFIG, EXIT_RENDER = 0, 1, 2, 3
 
@@ -220,14 +220,11 @@ def main(argv=None):
         print(f"error: {e}", file=sys.stderr)
         print("ingot: nothing was written", file=sys.stderr)
         return EXIT_RENDER
-    except WriteFailed as e:
+    except OutputError as e:  # WriteFailed too: it names the packs already swapped in
         print(f"error: {printable(str(e))}", file=sys.stderr)
-        done = f"pack(s) {', '.join(e.done)} were written, the others were not" if e.done else "nothing was written"
-        print(f"ingot: {done}", file=sys.stderr)
-        return EXIT_CONFIG
-    except OutputError as e:
-        print(f"error: {printable(str(e))}", file=sys.stderr)
-        print("ingot: nothing was written", file=sys.stderr)
+        done = getattr(e, "done", None)
+        print(f"ingot: pack(s) {', '.join(done)} were written, the others were not" if done
+              else "ingot: nothing was written", file=sys.stderr)
         return EXIT_CONFIG
     except Exception as e:  # noqa: BLE001 - whatever is left is the generator's own defect
         print(f"error: internal error in the generator (a defect, please report it): {type(e).__name__}: "
