@@ -29,6 +29,14 @@ INGOT_API ingot_status ingot_context_require_signature(ingot_context *ctx, const
     return INGOT_INVALID_ARGUMENT;
   }
   EVP_PKEY_free(key);
+  /* A pack opened before this call was not checked: refuse rather than let the
+   * context look as if every pack it holds were signed. */
+  if (ctx->num_packs != 0) {
+    ingot_context_set_error(ctx, "ingot_context_require_signature: %zu pack(s) already open on this context were "
+                            "opened without a signature check (allowed: require the signature before opening any "
+                            "pack)", ctx->num_packs);
+    return INGOT_INVALID_ARGUMENT;
+  }
   memcpy(ctx->signing_key, ed25519_public_key, INGOT_ED25519_KEY_BYTES);
   ctx->require_signature = 1;
   return INGOT_OK;

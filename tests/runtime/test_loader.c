@@ -796,6 +796,13 @@ static void test_signed_pack(void) {
   CHECK_STATUS(ingot_context_require_signature(ctx, pub, (size_t)rnd_range(0, 31)), INGOT_INVALID_ARGUMENT);
   CHECK_HAS(ingot_context_last_error(ctx), "(allowed: 32, a raw Ed25519 public key)");
   ingot_context_destroy(ctx);
+  /* a context with a pack opened before the call: refused, since that pack was not checked */
+  CHECK_STATUS(ingot_context_create_host(NULL, &ctx), INGOT_OK);
+  CHECK_STATUS(ingot_context_open_pack(ctx, signed_dir), INGOT_OK);
+  CHECK_STATUS(ingot_context_require_signature(ctx, pub, sizeof pub), INGOT_INVALID_ARGUMENT);
+  CHECK_HAS(ingot_context_last_error(ctx), "1 pack(s) already open on this context were opened without a signature "
+                                           "check (allowed: require the signature before opening any pack)");
+  ingot_context_destroy(ctx);
   /* an unsigned context does not look at the .sig, however wrong */
   CHECK(copy_pack(signed_dir, dir, sizeof dir));
   snprintf(p, sizeof p, "%s/test_seed.kdp.json.sig", dir);

@@ -100,8 +100,9 @@ INGOT_API size_t ingot_context_kernel_count(const ingot_context *ctx);
  * verifying with this raw 32-byte public key. An unsigned pack, another key's
  * signature, a changed KDP or a malformed .sig is INGOT_INVALID_PACK. The KDP
  * pins every other descriptor and every code object by sha256, so the
- * signature covers the whole pack. Packs already open are not re-checked; a
- * second call replaces the key. */
+ * signature covers the whole pack. Call it before opening any pack: on a
+ * context that already holds packs it is INGOT_INVALID_ARGUMENT (they were not
+ * checked). A second call before any open replaces the key. */
 INGOT_API ingot_status ingot_context_require_signature(ingot_context *ctx, const unsigned char *ed25519_public_key,
                                                        size_t key_len);
 
