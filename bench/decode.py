@@ -239,6 +239,56 @@ def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling, calls=0, rounds=5, page_si
     return res
 
 
+# The model table (issue 22): the decode step of well-known models (per shard where
+# named), and group 8 at the bytes of the group-7 and group-5 rows (the cost of padded
+# rows). (name, Hq, Hkv, D).
+MODELS = (
+    ("Llama-2-7B", 32, 32, 128), ("Llama-3-8B", 32, 8, 128), ("Llama-3-70B TP8", 8, 1, 128),
+    ("Llama-3-70B TP4", 16, 2, 128), ("Llama-3.1-405B TP8", 16, 1, 128), ("Qwen2.5-7B", 28, 4, 128),
+    ("group 8 at Qwen2.5-7B's bytes", 32, 4, 128), ("Qwen2.5-14B", 40, 8, 128),
+    ("group 8 at Qwen2.5-14B's bytes", 64, 8, 128), ("Qwen2.5-1.5B", 12, 2, 128), ("Qwen2-0.5B", 14, 2, 64),
+    ("Gemma-2-9B", 16, 8, 256), ("Gemma-2B", 8, 1, 256), ("Gemma-7B", 16, 16, 256), ("Falcon-7B", 71, 1, 64),
+    ("StarCoder", 48, 1, 128), ("Phi-2", 32, 32, 80), ("Phi-3-mini", 32, 32, 96),
+)
+MODEL_POINTS = ((1, 8192), (1, 65536), (32, 8192), (32, 65536))
+MODEL_MAX_KV_BYTES = 8 << 30  # per buffer set: the big MHA points at B=32 and 64K are left out
+
+
+def run_models(ctx, a, ceiling):
+    """bench/decode.py --models: each model at 8K and 64K tokens, B=1 and B=32, against cuDNN and flash in
+    the same run; writes decode_models.csv/.md."""
+    rows = []
+    print(f"{'model':<32} {'B':>3} {'L':>6} | {'ingot':>9} {'%ceil':>6} | {'cuDNN':>9} | {'flash':>9} | "
+          f"{'vs best':>7} | kernel", flush=True)
+    for name, hq, hkv, d in MODELS:
+        for b, l in MODEL_POINTS:
+            if 2 * b * l * hkv * d * 2 > MODEL_MAX_KV_BYTES:
+                continue
+            r = bench_point(ctx, b, hq, hkv, l, d, a.reps, ceiling, a.calls, a.rounds, page_size=a.paged)
+            r["model"], r["D"] = name, d
+            rows.append(r)
+            print(f"{name:<32} {b:>3} {l:>6} | {r['ingot_graph']:>7.2f}us {r['ingot_bw']*100:>5.1f}% | "
+                  f"{r['cudnn_graph']:>7.2f}us | {r['flash_graph']:>7.2f}us | {r['speedup']:>6.3f}x | {r['kernel']}",
+                  flush=True)
+    os.makedirs(a.out, exist_ok=True)
+    stem = "decode_models" + (f"_paged{a.paged}" if a.paged else "")
+    with open(os.path.join(a.out, f"{stem}.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+    with open(os.path.join(a.out, f"{stem}.md"), "w") as f:
+        f.write(f"bf16, one query token, copy ceiling {ceiling / 1e9:.0f} GB/s, GPU time by CUDA-graph replay"
+                + (f", ingot on a paged cache (page size {a.paged})" if a.paged else "") + "\n\n")
+        f.write(f"| model | Hq/Hkv | D | B | L | ingot | % ceiling | cuDNN | flash | best peer / ingot | "
+                f"range over {a.rounds} rounds | kernel |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+        for r in rows:
+            f.write(f"| {r['model']} | {r['Hq']}/{r['Hkv']} | {r['D']} | {r['B']} | {r['L']} | "
+                    f"{r['ingot_graph']:.2f} us | {r['ingot_bw']*100:.1f}% | {r['cudnn_graph']:.2f} us | "
+                    f"{r['flash_graph']:.2f} us | {r['speedup']:.3f}x | {r['speedup_lo']:.3f}-{r['speedup_hi']:.3f} | "
+                    f"`{r['kernel']}` |\n")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default="build/lib/libingot.so")
@@ -257,7 +307,10 @@ def main():
                     help="ingot reads a paged cache of page size P (pages scattered by a random page table; "
                          "the peers and ingot's contiguous plan read the same values contiguous); writes "
                          "decode_paged<P>.csv/.md, and judges no targets (they are the contiguous cache's)")
-    ap.add_argument("--head-dim", type=int, default=128, choices=(64, 128, 256),
+    ap.add_argument("--models", action="store_true",
+                    help="the model table instead of the points: each model of MODELS at 8K and 64K tokens, "
+                         "B=1 and B=32 (decode_models[_paged<P>].csv/.md)")
+    ap.add_argument("--head-dim", type=int, default=128, choices=(64, 80, 96, 112, 128, 160, 192, 256),
                     help="head dim of every point (issue 5's targets are judged at 128 only); other values "
                          "write decode_d<D>[_paged<P>].csv/.md")
     ap.add_argument("--read-floor", default=None, metavar="PATH",
@@ -270,6 +323,8 @@ def main():
     ctx.open_pack(a.pack)
     ceiling = copy_ceiling()
     print(f"copy ceiling (read+write): {ceiling / 1e9:.0f} GB/s; device arch {ctx.arch}", flush=True)
+    if a.models:
+        return run_models(ctx, a, ceiling)
 
     points = [(1, 8, 2, L) for L in (1024, 4096, 16384, 65536, 262144, 1048576)]
     points += [(16, 32, 8, 8192), (64, 32, 8, 8192)]

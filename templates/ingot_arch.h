@@ -71,6 +71,11 @@ INGOT_DEVICE float load_dep(const float *p) { return *p; }
 INGOT_DEVICE u32x4 load16_dep_if(const void *p, bool pred) { return load16_if(p, pred); }
 INGOT_DEVICE int load_dep_if(const int *p, bool pred) { return pred ? *p : 0; }
 constexpr bool kHasMma16816 = false;  // the tensor-core path is NVIDIA's; AMD runs the SIMT path
+// The SIMT split kernel's K and V loads: unconditional, from addresses clamped
+// to the segment's tokens (templates/ingot_attention_decode.h, load_chunk), not
+// predicated: a load in an exec-masked branch makes the compiler's s_waitcnt
+// pessimistic at the join, and the register pipeline waits for every load.
+constexpr bool kClampedLoads = true;
 // Programmatic dependent launch is NVIDIA's; on AMD the merge simply follows the split.
 INGOT_DEVICE void grid_dependency_wait() {}
 INGOT_DEVICE void launch_dependents() {}
@@ -111,6 +116,8 @@ INGOT_DEVICE float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffff
 INGOT_DEVICE int shfl_idx(int v, int src) { return __shfl_sync(0xffffffffu, v, src); }
 INGOT_DEVICE void sync_block() { __syncthreads(); }
 INGOT_DEVICE void sync_wave() { __syncwarp(); }
+// Predicated loads (one instruction, no branch; the scoreboard waits per register).
+constexpr bool kClampedLoads = false;
 // Streaming read: the KV cache is read once, so keep it out of L1.
 INGOT_DEVICE u32x4 load16(const void *p) {
   u32x4 r;

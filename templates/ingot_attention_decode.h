@@ -37,17 +37,19 @@
       long long k_stride_h, long long v_stride_b, long long v_stride_t, long long v_stride_h,  \
       long long o_stride_b, long long o_stride_h, long long o_stride_s,                        \
       long long page_table_stride, int capacity, int page_size, int sq, int num_splits,        \
-      int num_kv_heads, int flags, float scale
+      int num_kv_heads, int flags, float scale, int group
 
 #define INGOT_AD_ARGS                                                                          \
   q, k, v, o, lse, seq_lens, page_table, workspace, q_stride_b, q_stride_h, q_stride_s,        \
       k_stride_b, k_stride_t, k_stride_h, v_stride_b, v_stride_t, v_stride_h, o_stride_b,      \
       o_stride_h, o_stride_s, page_table_stride, capacity, page_size, sq, num_splits,          \
-      num_kv_heads, flags, scale
+      num_kv_heads, flags, scale, group
 
 namespace ingot {
 
-enum { kFlagCausal = 1, kFlagWriteLse = 2 };
+// kFlagTopLeft: causal with the mask aligned top-left (query i sees keys <= i)
+// instead of bottom-right (keys < L - Sq + 1 + i).
+enum { kFlagCausal = 1, kFlagWriteLse = 2, kFlagTopLeft = 4 };
 enum DType { kBF16 = 0, kFP16 = 1 };
 
 constexpr float kLog2e = 1.4426950408889634f;
@@ -57,12 +59,20 @@ constexpr float kNegInf = -__builtin_inff();
 // Compile-time shape of one kernel instance (the generator binds these).
 enum Math { kMathSimt = 0, kMathAuto = 1 };
 
-template <int DTYPE_, int HEAD_DIM_, int GROUP_, int MAX_SQ_, int ROWS_, bool PAGED_, int WAVES_,
+
+// The group (Hq / Hkv) is a runtime value (kernarg `group`): a workgroup holds
+// ROWS (query head, query token) rows of one KV head, row = token * group + head
+// in group, and group x Sq rows take ceil(group x Sq / ROWS) row blocks (rows
+// past group x Sq are padding that reads nothing and writes nothing).
+template <int DTYPE_, int HEAD_DIM_, int MAX_SQ_, int ROWS_, bool PAGED_, int WAVES_,
           int TOKENS_PER_WAVE_, int OCCUPANCY_ = 0, int MATH_ = kMathSimt, int STAGES_ = 0,
           int TRACE_ = 0, int DYNAMIC_LDS_ = 0>
 struct DecodeTraits {
   // kMathAuto: tensor cores where the arch has them (sm_90: mma.sync), else the SIMT path.
   static constexpr bool kUseMma = MATH_ == kMathAuto && kHasMma16816;
+  // The tensor-core path works in 64-element slices of D: other head dims are
+  // padded up (the chunks past D are neither loaded nor stored; zeros stand in).
+  static constexpr int kMmaDim = (HEAD_DIM_ + 63) / 64 * 64;
   // Tensor-core path only: 0 keeps the next chunk in registers; N >= 2 streams K
   // and V through an N-deep ring of shared-memory stages per wave (async copies).
   static constexpr int kStages = kUseMma ? STAGES_ : 0;
@@ -80,27 +90,27 @@ struct DecodeTraits {
   static constexpr int kOccupancy = OCCUPANCY_;  // workgroups per CU the build aims for (0: no hint)
   static constexpr int kDType = DTYPE_;
   static constexpr int kHeadDim = HEAD_DIM_;
-  static constexpr int kGroup = GROUP_;          // Hq / Hkv
   static constexpr int kMaxSq = MAX_SQ_;          // query tokens per sequence (speculative)
-  static constexpr int kRowsTotal = GROUP_ * MAX_SQ_;
   static constexpr int kRows = ROWS_;             // rows held by one workgroup
-  static constexpr int kRowBlocks = (kRowsTotal + ROWS_ - 1) / ROWS_;
   static constexpr bool kPaged = PAGED_;
   static constexpr int kWaves = WAVES_;
   static constexpr int kThreads = WAVES_ * kWaveSize;
   static constexpr int kMergeThreads = INGOT_AD_MERGE_WAVES * kWaveSize;  // the merge kernel's
   static constexpr int kVec = 8;                               // elements per 16-byte load
-  static constexpr int kLanesPerToken = HEAD_DIM_ / kVec;      // LPT
+  // D/8 lanes hold a token's elements, 8 each; a token takes the next power of
+  // two of lanes (LPT), the ones past D/8 idle (head dims 80, 96, 112, 160, 192).
+  static constexpr int kDataLanes = HEAD_DIM_ / kVec;
+  static constexpr int kLanesPerToken = kDataLanes <= 1 ? 1 : 2 << (31 - __builtin_clz(kDataLanes - 1));
   static constexpr int kTokensPerLoad = kWaveSize / kLanesPerToken;
   static constexpr int kChunk = TOKENS_PER_WAVE_;              // tokens per wave per step
   static constexpr int kLoads = kChunk / kTokensPerLoad;       // loads of K (and V) per lane
   static constexpr int kTile = kChunk * WAVES_;                // tokens per workgroup per step
   static constexpr int kPartials = kLoads * kRows;             // q.k partials per lane
   static constexpr int kMaxSplits = 256;                       // the plan never asks for more
-  static_assert(HEAD_DIM_ % kVec == 0 && kLanesPerToken <= kWaveSize, "head dim");
-  static_assert((kLanesPerToken & (kLanesPerToken - 1)) == 0, "D/8 must be a power of two");
+  static constexpr int kMergeCols = HEAD_DIM_ % 32 == 0 ? 32 : 16;  // the wide merge's columns per workgroup
+  static_assert(HEAD_DIM_ % 16 == 0 && kLanesPerToken <= kWaveSize, "head dim: a multiple of 16");
   static_assert(kChunk % kTokensPerLoad == 0 && kLoads >= 1, "tokens per wave");
-  static_assert(ROWS_ >= 1 && ROWS_ <= kRowsTotal, "rows");
+  static_assert(ROWS_ >= 1 && ROWS_ <= 8, "rows");
 };
 
 // ---- element conversion ---------------------------------------------------
@@ -183,17 +193,24 @@ INGOT_DEVICE Lengths segment(const int *seq_lens, int b, int capacity, int split
   return s;
 }
 
-// Last key (exclusive) that row r may see.
+// Last key (exclusive) that row `row` of group x sq may see; 0 for a padding row.
+INGOT_DEVICE int row_limit(int row, int group, int valid, int sq, int flags) {
+  const int i = row / group;  // query token of this row
+  if (i >= sq) return 0;      // padding row (past group x sq)
+  if (!(flags & kFlagCausal)) return valid;
+  if (flags & kFlagTopLeft) return i + 1 < valid ? i + 1 : valid;
+  return valid - sq + 1 + i;
+}
+
+// Row blocks of one KV head: group x sq rows, ROWS per workgroup.
 template <class T>
-INGOT_DEVICE int row_limit(int r, int valid, int sq, bool causal) {
-  const int i = r / T::kGroup;  // query token of this row
-  if (i >= sq) return 0;        // padding row of a shorter speculative batch
-  return causal ? valid - sq + 1 + i : valid;
+INGOT_DEVICE int row_blocks(int group, int sq) {
+  return (group * sq + T::kRows - 1) / T::kRows;
 }
 
 template <class T>
 INGOT_DEVICE void store_row(void *o, float *lse, int b, int hkv, int row, int d, float out,
-                            float lse2, int sq, int num_kv_heads, long long o_stride_b,
+                            float lse2, int sq, int num_kv_heads, int group, long long o_stride_b,
                             long long o_stride_h, long long o_stride_s, int flags);
 
 // Pages of a wave's chunks (paged KV). The wave's chunk j holds tokens
@@ -203,25 +220,40 @@ INGOT_DEVICE void store_row(void *o, float *lse, int b, int hkv, int row, int d,
 // one page. The wave reads its chunks' page-table entries kWaveSize at a time
 // (lane l: chunk kWaveSize * blk + l), one block ahead of their use, and a
 // chunk's page is one shuffle away instead of a page-table round trip ahead of
-// its loads. Entries at or past the segment's end are never read. Contiguous
-// KV: no state, page() is 0.
+// its loads. Pages shorter than a chunk (page sizes 1, 2, 4, 8 below CHUNK):
+// lane l holds the entry of token l of the wave's chunk, read one chunk ahead
+// of its use, and a token's page is a shuffle away (token_page). Entries at or
+// past the segment's end are never read. Contiguous KV: no state, page() is 0.
+// (The AMD SIMT path reads its pages through ClampedPages below.)
 template <class T>
 struct ChunkPages {
   const int *table;
   int first;  // the wave's first token, as if its chunk 0 were at seg.begin
   int end, shift, lane;
+  bool small;  // pages shorter than a chunk: per-token entries
   int cur, next, blk;  // entries of blocks blk and blk + 1 (lane l: chunk kWaveSize * blk + l)
+  int scur, snext;     // small pages: the entries of token l of the current and the next chunk
 
   // Sequence b's page table (page_table_stride entries per sequence), pages of page_size tokens.
   INGOT_DEVICE ChunkPages(const int *page_table, long long page_table_stride, int b, int page_size,
                           const Lengths &seg, int wave, int lane_)
       : table(T::kPaged ? page_table + b * page_table_stride : nullptr),
         first(seg.begin + wave * T::kChunk), end(seg.end),
-        shift(T::kPaged ? 31 - __builtin_clz((unsigned)page_size) : 0), lane(lane_), cur(0), next(0), blk(0) {
-    if constexpr (T::kPaged) {
-      cur = load(0);
-      next = load(1);
+        shift(T::kPaged ? 31 - __builtin_clz((unsigned)page_size) : 0), lane(lane_),
+        small(T::kPaged && page_size < T::kChunk), cur(0), next(0), blk(0), scur(0), snext(0) {
+    if (T::kPaged && !kClampedLoads) {
+      if (small) {
+        snext = token_entry(first);
+      } else {
+        cur = load(0);
+        next = load(1);
+      }
     }
+  }
+  // Small pages: the entry of token tok0 + lane (lanes below CHUNK; 0 at or past the end).
+  INGOT_DEVICE int token_entry(long long tok0) const {
+    const long long tok = tok0 + lane;
+    return load_dep_if(table + (tok >> shift), lane < T::kChunk && tok < end);
   }
   INGOT_DEVICE int load(int b) const {
     const long long tok = first + ((long long)b * kWaveSize + lane) * T::kTile;
@@ -233,6 +265,11 @@ struct ChunkPages {
     if constexpr (!T::kPaged) {
       return 0;
     } else {
+      if (small) {  // token_page takes each token's entry from its lane
+        scur = snext;
+        snext = token_entry((long long)tok0 + T::kTile);
+        return 0;
+      }
       const int j = (int)((unsigned)(tok0 - first) / (unsigned)T::kTile);  // the wave's chunk index
       if (j >= (blk + 1) * kWaveSize) {
         cur = next;
@@ -242,18 +279,71 @@ struct ChunkPages {
       return shfl_idx(cur, j & (kWaveSize - 1));
     }
   }
+  // The page of token pos of the chunk whose page() was chunk_page (0 at or past the
+  // end). SMALL: the caller's copy of `small`, a constant at each call site (the
+  // callers write their loads out once for each, so the common case carries no
+  // per-token page); every lane of the wave calls it then (a shuffle).
+  INGOT_DEVICE long long token_page(int pos, long long chunk_page, bool small_pages) const {
+    if (!small_pages) return chunk_page;
+    return shfl_idx(scur, pos & (T::kChunk - 1));
+  }
 };
 
-// Workspace (num_splits > 1), fp32, one block per (sequence, KV head):
-// lse2 [ROWS_TOTAL][num_splits] padded to 4 floats, then O [ROWS_TOTAL][num_splits][D],
-// so every O row is 16-byte aligned. The dispatch stub sizes it the same way.
+// The SIMT path's pages with clamped loads (kClampedLoads, AMD): every load's
+// token is clamped into the segment (clamp below), and its page-table entry is
+// read two chunks ahead of the chunk's loads, unconditionally, so that no load
+// waits on a branch. An entry per load and lane, whatever the page size (pages
+// shorter than a chunk need them; longer ones give NL loads of one entry, the
+// same cache line). On AMD loads return in order: the wait for a chunk's entries
+// is a wait for the loads issued before them (the chunk before's K and V, used
+// next anyway).
 template <class T>
-INGOT_DEVICE long long lse_floats(int num_splits) {
-  return ((long long)T::kRowsTotal * num_splits + 3) / 4 * 4;
+struct ClampedPages {
+  static constexpr int NL = T::kLoads;
+  const int *table;
+  int begin, end, shift, grp;
+  int ent[2][NL];  // entries of the next two chunks the wave loads
+  INGOT_DEVICE ClampedPages(const int *page_table, long long page_table_stride, int b, int page_size,
+                            const Lengths &seg, int wave, int grp_)
+      : table(T::kPaged ? page_table + b * page_table_stride : nullptr), begin(seg.begin), end(seg.end),
+        shift(T::kPaged ? 31 - __builtin_clz((unsigned)page_size) : 0), grp(grp_) {
+    if constexpr (T::kPaged && kClampedLoads) {  // else no page is ever asked for
+      const int first = seg.begin + wave * T::kChunk;
+      fetch(first, ent[0]);
+      fetch(first + T::kTile, ent[1]);
+    }
+  }
+  // Token n*TPL + grp of the wave's chunk at tok0, clamped into [begin, end): a
+  // token past the end reads the last valid token, a chunk wholly past the end the
+  // segment's first chunk. Needs begin < end.
+  INGOT_DEVICE int clamp(int tok0, int n) const {
+    const int pos = tok0 + n * T::kTokensPerLoad + grp;
+    const int pc = tok0 >= end ? begin + (pos - tok0) : pos;
+    return pc < end ? pc : end - 1;
+  }
+  INGOT_DEVICE void fetch(int tok0, int (&e)[NL]) const {
+#pragma unroll
+    for (int n = 0; n < NL; ++n) e[n] = load_dep(table + (clamp(tok0, n) >> shift));
+  }
+  // The pages of the chunk at tok0 (the wave's chunks in order, one call each).
+  INGOT_DEVICE void pages(int tok0, int (&out)[NL]) {
+#pragma unroll
+    for (int n = 0; n < NL; ++n) out[n] = ent[0][n], ent[0][n] = ent[1][n];
+    fetch(tok0 + 2 * T::kTile, ent[1]);
+  }
+};
+
+// Workspace (num_splits > 1), fp32, one block per (sequence, KV head) of
+// rows_total = group x sq rows: lse2 [rows_total][num_splits] padded to 4
+// floats, then O [rows_total][num_splits][D], so every O row is 16-byte
+// aligned. The dispatch stub sizes it the same way.
+template <class T>
+INGOT_DEVICE long long lse_floats(int rows_total, int num_splits) {
+  return ((long long)rows_total * num_splits + 3) / 4 * 4;
 }
 template <class T>
-INGOT_DEVICE long long workspace_block(int b, int hkv, int num_kv_heads, int num_splits) {
-  const long long per = lse_floats<T>(num_splits) + (long long)T::kRowsTotal * num_splits * T::kHeadDim;
+INGOT_DEVICE long long workspace_block(int b, int hkv, int num_kv_heads, int num_splits, int rows_total) {
+  const long long per = lse_floats<T>(rows_total, num_splits) + (long long)rows_total * num_splits * T::kHeadDim;
   return ((long long)b * num_kv_heads + hkv) * per;
 }
 
@@ -263,9 +353,9 @@ INGOT_DEVICE long long workspace_block(int b, int hkv, int num_kv_heads, int num
 // after its loop, at its end), then 8 per merge workgroup (sm, index, then ns and
 // cycles at its start, after the wait, at its end). Written only with a workspace.
 template <class T>
-INGOT_DEVICE unsigned long long *trace_base(float *workspace, int num_kv_heads, int num_splits) {
-  return reinterpret_cast<unsigned long long *>(workspace +
-                                                workspace_block<T>(grid_z(), 0, num_kv_heads, num_splits));
+INGOT_DEVICE unsigned long long *trace_base(float *workspace, int num_kv_heads, int num_splits, int rows_total) {
+  return reinterpret_cast<unsigned long long *>(
+      workspace + workspace_block<T>(grid_z(), 0, num_kv_heads, num_splits, rows_total));
 }
 
 // ---- split kernel ----------------------------------------------------------------
@@ -284,7 +374,7 @@ struct SplitShared {
 template <class T>
 union alignas(16) SplitSmem {
   SplitShared<T> fin;
-  u16 ring[T::kStages > 0 ? T::kWaves * T::kStages * 2 * T::kChunk * T::kHeadDim : 1];
+  u16 ring[T::kStages > 0 ? T::kWaves * T::kStages * 2 * T::kChunk * T::kMmaDim : 1];
 };
 
 // The split workgroup's shared memory: static, or dynamic when it is past the
@@ -308,11 +398,12 @@ INGOT_DEVICE void finish_split(SplitShared<T> &sh, int tid, int b, int hkv, int 
   constexpr int R = T::kRows, D = T::kHeadDim;
   sync_block();
   // Each thread produces some (row, d) outputs.
-  float *ws_lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, num_splits);
-  float *ws_o = ws_lse + lse_floats<T>(num_splits);
+  const int rows_total = group * sq;
+  float *ws_lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, num_splits, rows_total);
+  float *ws_o = ws_lse + lse_floats<T>(rows_total, num_splits);
   for (int idx = tid; idx < R * D; idx += T::kThreads) {
     const int r = idx / D, d = idx % D, row = row0 + r;
-    if (row >= T::kRowsTotal) break;  // idx grows with r: the rest are padding too
+    if (row >= rows_total) break;  // idx grows with r: the rest are padding too
     float m = kNegInf;
 #pragma unroll
     for (int w = 0; w < T::kWaves; ++w) m = max32(m, sh.wave_max[w][r]);
@@ -327,7 +418,7 @@ INGOT_DEVICE void finish_split(SplitShared<T> &sh, int tid, int b, int hkv, int 
     const float out = den > 0.f ? num * fast_rcp(den) : 0.f;
     const float lse2 = den > 0.f ? m + fast_log2(den) : kNegInf;
     if (num_splits == 1) {
-      store_row<T>(o, lse, b, hkv, row, d, out, lse2, sq, num_kv_heads, o_stride_b, o_stride_h,
+      store_row<T>(o, lse, b, hkv, row, d, out, lse2, sq, num_kv_heads, group, o_stride_b, o_stride_h,
                    o_stride_s, flags);
     } else {
       const long long rs = (long long)row * num_splits + split;
@@ -347,14 +438,16 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
   const int wave = tid / kWaveSize, lane = tid % kWaveSize;
   const int li = lane % LPT;      // which 8 elements of D this lane holds
   const int grp = lane / LPT;     // which token of a load this lane reads
-  // grid x = (split * Hkv + hkv) * ROW_BLOCKS + row block: the KV heads of one
+  const bool data_lane = li < T::kDataLanes;  // LPT > D/8: the lanes past D/8 idle
+  // grid x = (split * Hkv + hkv) * row blocks + row block: the KV heads of one
   // segment are neighbours, so the interleaved heads of each token row are read
-  // at about the same time (DRAM row locality).
-  const int row0 = (block_x() % T::kRowBlocks) * R;
-  const int hkv = (block_x() / T::kRowBlocks) % num_kv_heads;
-  const int split = block_x() / T::kRowBlocks / num_kv_heads;
+  // at about the same time (DRAM row locality), and the row blocks of one head
+  // (group x sq above ROWS) read the same K and V together (L2).
+  const int nrb = row_blocks<T>(group, sq);
+  const int row0 = (block_x() % nrb) * R;
+  const int hkv = (block_x() / nrb) % num_kv_heads;
+  const int split = block_x() / nrb / num_kv_heads;
   const int b = block_z();
-  const bool causal = (flags & kFlagCausal) != 0;
 
   // Launched programmatically, this grid may start before the previous one in
   // the stream (which may write q, K, V or the lengths) ends.
@@ -362,25 +455,30 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
 
   // q rows of this workgroup, this lane's 8 elements, pre-scaled into log2 units.
   // Their loads go out before the length's, so the two round trips overlap.
+  // Every row's load and the length's are issued before any is used, so they
+  // share one round trip (a padding row or an idle lane loads nothing: zeros).
+  u32x4 qw[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int row = row0 + r;
+    const int g = row % group, i = row / group;
+    const char *qp = static_cast<const char *>(q) +
+                     2 * (b * q_stride_b + ((long long)hkv * group + g) * q_stride_h + (long long)i * q_stride_s +
+                          li * 8);
+    qw[r] = load16_dep_if(qp, i < sq && data_lane);
+  }
+  const Lengths seg = segment<T>(seq_lens, b, capacity, split, num_splits);
   float qf[R][8];
   const float qscale = scale * kLog2e;
 #pragma unroll
   for (int r = 0; r < R; ++r) {
-    const int row = row0 + r;
-    const int g = row % T::kGroup, i = row / T::kGroup;
-    if (row < T::kRowsTotal && i < sq) {
-      const char *qp = static_cast<const char *>(q) +
-                       2 * (b * q_stride_b + (long long)(hkv * T::kGroup + g) * q_stride_h +
-                            i * q_stride_s + li * 8);
-      unpack8<DT>(load16_dep_if(qp, true), qf[r]);
+    unpack8<DT>(qw[r], qf[r]);
 #pragma unroll
-      for (int e = 0; e < 8; ++e) qf[r][e] *= qscale;
-    } else {
-#pragma unroll
-      for (int e = 0; e < 8; ++e) qf[r][e] = 0.f;
-    }
+    for (int e = 0; e < 8; ++e) qf[r][e] *= qscale;
   }
-  const Lengths seg = segment<T>(seq_lens, b, capacity, split, num_splits);
+  int limit[R];  // keys (exclusive) each row sees
+#pragma unroll
+  for (int r = 0; r < R; ++r) limit[r] = row_limit(row0 + r, group, seg.valid, sq, flags);
 
   float run_max[R], run_sum[R], acc[R][8];
 #pragma unroll
@@ -391,8 +489,10 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
     for (int e = 0; e < 8; ++e) acc[r][e] = 0.f;
   }
 
-  const char *kbase = static_cast<const char *>(k) + 2 * (hkv * k_stride_h + li * 8);
-  const char *vbase = static_cast<const char *>(v) + 2 * (hkv * v_stride_h + li * 8);
+  // An idle lane addresses the last 8 elements a data lane holds (kClampedLoads).
+  const int elem = (data_lane ? li : T::kDataLanes - 1) * 8;
+  const char *kbase = static_cast<const char *>(k) + 2 * (hkv * k_stride_h + elem);
+  const char *vbase = static_cast<const char *>(v) + 2 * (hkv * v_stride_h + elem);
   if (!T::kPaged) {
     kbase += 2 * b * k_stride_b;
     vbase += 2 * b * v_stride_b;
@@ -400,14 +500,46 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
   ChunkPages<T> pages(page_table, page_table_stride, b, page_size, seg, wave, lane);
   float *my_scores = sh.scores[wave];
 
-  // Loads of the wave's chunk at tok0: token n*TPL + grp; zeros (and no
-  // memory access) at or past the segment end.
-  auto load_chunk = [&](int tok0, u32x4 (&kw)[NL], u32x4 (&vw)[NL]) {
-    const long long page = pages.page(tok0);
+  // Loads of the wave's chunk at tok0: token n*TPL + grp.
+  // Predicated (kClampedLoads false): zeros, and no memory access, at or past the
+  // segment end and in idle lanes.
+  // Clamped (AMD): every lane loads, unconditionally, from a token of the
+  // segment, so the chunk's loads are issued straight and the compiler's
+  // s_waitcnt counts them exactly (loads skipped by exec-masked branches make it
+  // assume none is outstanding at the join, and wait for all of them at the top
+  // of the loop). A token at or past the end reads the last valid token; a chunk
+  // wholly past the end reads the segment's first chunk (its own page too); an
+  // idle lane reads its token's last elements. Whatever they bring is masked: the
+  // scores of those tokens are -inf (p = 0, and the data are the segment's own,
+  // finite where the caller's are), idle lanes hold q = 0 and store nothing.
+  ClampedPages<T> cpages(page_table, page_table_stride, b, page_size, seg, wave, grp);
+  auto load_chunk_as = [&](bool small, int tok0, u32x4 (&kw)[NL], u32x4 (&vw)[NL]) {
+    const long long chunk_page = kClampedLoads ? 0 : pages.page(tok0);
+    if constexpr (kClampedLoads) {
+      int pg[NL] = {};
+      if constexpr (T::kPaged) cpages.pages(tok0, pg);
+#pragma unroll
+      for (int n = 0; n < NL; ++n) {
+        const int pc = cpages.clamp(tok0, n);
+        long long koff, voff;
+        if (T::kPaged) {
+          const int in_page = pc & (page_size - 1);
+          koff = pg[n] * k_stride_b + (long long)in_page * k_stride_t;
+          voff = pg[n] * v_stride_b + (long long)in_page * v_stride_t;
+        } else {
+          koff = (long long)pc * k_stride_t;
+          voff = (long long)pc * v_stride_t;
+        }
+        kw[n] = load16(kbase + 2 * koff);
+        vw[n] = load16(vbase + 2 * voff);
+      }
+      return;
+    }
 #pragma unroll
     for (int n = 0; n < NL; ++n) {
       const int pos = tok0 + n * TPL + grp;
-      if (pos < seg.end) {
+      const long long page = T::kPaged ? pages.token_page(pos, chunk_page, small) : 0;  // every lane
+      if (pos < seg.end && data_lane) {
         long long koff, voff;
         if (T::kPaged) {
           const int in_page = pos & (page_size - 1);
@@ -425,15 +557,21 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
       }
     }
   };
+  auto load_chunk = [&](int tok0, u32x4 (&kw)[NL], u32x4 (&vw)[NL]) {
+    if (T::kPaged && !kClampedLoads && pages.small)
+      load_chunk_as(true, tok0, kw, vw);
+    else
+      load_chunk_as(false, tok0, kw, vw);
+  };
 
-  // Software pipeline: the next chunk's K and V are in flight while this one is used.
-  u32x4 kw[NL], vw[NL];
-  load_chunk(seg.begin + wave * C, kw, vw);
-  for (int tile = seg.begin; tile < seg.end; tile += T::kTile) {
-    const int tok0 = tile + wave * C;
-    u32x4 kn[NL], vn[NL];
-    load_chunk(tok0 + T::kTile, kn, vn);
-
+  // Software pipeline: the next chunk's K and V are in flight while this one is
+  // used. Two register sets take turns (the loop is unrolled by two), so no
+  // register copy waits for a load in flight: on AMD a move of a loaded register
+  // waits for the load (s_waitcnt), which would serialize load and math.
+  // After the butterfly a lane holds kHeld of the chunk's (load, row) sums, from `held0` on.
+  constexpr int kHeld = T::kPartials >= LPT ? T::kPartials / LPT : 1;
+  const int held0 = T::kPartials >= LPT ? li * kHeld : li / (LPT / T::kPartials);
+  auto step = [&](int tok0, const u32x4 (&kw)[NL], const u32x4 (&vw)[NL]) {
     // Partial q.k over this lane's 8 elements, for every (load, row).
     float part[T::kPartials];
 #pragma unroll
@@ -451,14 +589,12 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
     TransposeReduce<T::kPartials, LPT / 2, T::kPartials>::run(part, li);
 
     sync_wave();  // the previous chunk's readers of my_scores are done
-    constexpr int kHeld = T::kPartials >= LPT ? T::kPartials / LPT : 1;
-    const int first = T::kPartials >= LPT ? li * kHeld : li / (LPT / T::kPartials);
 #pragma unroll
     for (int j = 0; j < kHeld; ++j) {
-      const int idx = first + j;
+      const int idx = held0 + j;
       const int n = idx / R, r = idx % R;
       const int pos = tok0 + n * TPL + grp;
-      const bool live = pos < seg.end && pos < row_limit<T>(row0 + r, seg.valid, sq, causal);
+      const bool live = pos < seg.end && pos < limit[r];
       my_scores[(n * TPL + grp) * R + r] = live ? part[j] : kNegInf;
     }
     sync_wave();
@@ -499,10 +635,17 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
         for (int e = 0; e < 8; ++e) acc[r][e] += p * vf[e];
       }
     }
-#pragma unroll
-    for (int n = 0; n < NL; ++n) {
-      kw[n] = kn[n];
-      vw[n] = vn[n];
+  };
+  u32x4 ka[NL], va[NL], kb[NL], vb[NL];
+  if (seg.begin < seg.end) {  // an empty segment loads nothing (clamped loads need a token)
+    load_chunk(seg.begin + wave * C, ka, va);
+    for (int tile = seg.begin; tile < seg.end; tile += 2 * T::kTile) {
+      const int tok0 = tile + wave * C;
+      load_chunk(tok0 + T::kTile, kb, vb);
+      step(tok0, ka, va);
+      if (tile + T::kTile >= seg.end) break;
+      load_chunk(tok0 + 2 * T::kTile, ka, va);
+      step(tok0 + T::kTile, kb, vb);
     }
   }
 
@@ -516,7 +659,7 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
       for (int e = 0; e < 8; ++e) acc[r][e] += shfl_xor(acc[r][e], off);
     }
   }
-  if (grp == 0) {
+  if (grp == 0 && data_lane) {
 #pragma unroll
     for (int r = 0; r < R; ++r) {
 #pragma unroll
@@ -548,7 +691,9 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
 // g + 8*cc and the B operand is two byte permutes away.
 template <class T>
 INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
-  constexpr int R = T::kRows, D = T::kHeadDim, DT = T::kDType, C = T::kChunk, NS = T::kStages;
+  // D: the padded head dim (T::kMmaDim); DC: the 16-byte chunks of a row that hold data.
+  constexpr int R = T::kRows, D = T::kMmaDim, DT = T::kDType, C = T::kChunk, NS = T::kStages;
+  constexpr int DC = T::kHeadDim / 8;
   constexpr int NU = C / 8;     // QK n tiles of 8 tokens
   constexpr int NKS = D / 16;   // QK k steps
   constexpr int NKC = D / 32;   // 16-byte K chunks per token per lane
@@ -564,11 +709,11 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   const int tid = thread_id();
   const int wave = tid / kWaveSize, lane = tid % kWaveSize;
   const int g = lane >> 2, qd = lane & 3;
-  const int row0 = (block_x() % T::kRowBlocks) * R;
-  const int hkv = (block_x() / T::kRowBlocks) % num_kv_heads;
-  const int split = block_x() / T::kRowBlocks / num_kv_heads;
+  const int nrb = row_blocks<T>(group, sq);  // grid x as in the SIMT path
+  const int row0 = (block_x() % nrb) * R;
+  const int hkv = (block_x() / nrb) % num_kv_heads;
+  const int split = block_x() / nrb / num_kv_heads;
   const int b = block_z();
-  const bool causal = (flags & kFlagCausal) != 0;
   unsigned long long tns[6] = {}, tclk[6] = {};  // knob `trace`: the phases' stamps
   if constexpr (T::kTrace) stamp_after(0, tns[0], tclk[0]);
   grid_dependency_wait();  // as in the SIMT path
@@ -579,15 +724,15 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   // A operand of QK: row g's chunks qd + 4j, as loaded (16-bit pairs); issued
   // before the length's load so that the two round trips overlap.
   const int row = row0 + g;
-  const bool row_ok = g < R && row < T::kRowsTotal && row / T::kGroup < sq;
+  const int gq = row % group, iq = row / group;
+  const bool row_ok = g < R && iq < sq;
   u32 qa[NKS][4];
 #pragma unroll
   for (int j = 0; j < NKC; ++j) {
-    const int gq = row % T::kGroup, iq = row / T::kGroup;
     const char *qp = static_cast<const char *>(q) +
-                     2 * (b * q_stride_b + (long long)(hkv * T::kGroup + gq) * q_stride_h +
+                     2 * (b * q_stride_b + ((long long)hkv * group + gq) * q_stride_h +
                           (long long)iq * q_stride_s + (qd + 4 * j) * 8);
-    const u32x4 w = load16_dep_if(qp, row_ok);
+    const u32x4 w = load16_dep_if(qp, row_ok && qd + 4 * j < DC);
     qa[2 * j][0] = w.x;
     qa[2 * j][2] = w.y;
     qa[2 * j + 1][0] = w.z;
@@ -600,7 +745,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
     tns[3] = tns[2], tclk[3] = tclk[2];  // no chunk: the first chunk's stamp is the length's
   }
   const float qscale = scale * kLog2e;
-  const int limit = row_ok ? row_limit<T>(row, seg.valid, sq, causal) : 0;
+  const int limit = row_ok ? row_limit(row, group, seg.valid, sq, flags) : 0;
 
   float run_max = kNegInf, run_sum = 0.f;
   float acc[NDT][2];
@@ -613,11 +758,13 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
     kbase += 2 * b * k_stride_b;
     vbase += 2 * b * v_stride_b;
   }
-  // The element offset of a token within K or V, on its page when paged.
-  auto token_off = [&](int pos, long long page, long long sb, long long st) -> long long {
-    return T::kPaged ? page * sb + (long long)(pos & (page_size - 1)) * st : (long long)pos * st;
-  };
   ChunkPages<T> pages(page_table, page_table_stride, b, page_size, seg, wave, lane);
+  // The element offset of a token within K or V, on its page when paged (page:
+  // its chunk's, or its own where pages are shorter than a chunk).
+  auto token_off = [&](int pos, long long page, bool small, long long sb, long long st) -> long long {
+    return T::kPaged ? pages.token_page(pos, page, small) * sb + (long long)(pos & (page_size - 1)) * st
+                     : (long long)pos * st;
+  };
 
   // One chunk of C tokens at tok0 through the tensor cores: S = q K^T, one
   // online-softmax rescale, O += P V. This lane's fragments come from kf(u, j)
@@ -693,24 +840,31 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   if constexpr (NS == 0) {
     // The next chunk's K and V are in flight in registers while this one is used.
     // The wave's chunk at tok0.
-    auto load_chunk = [&](int tok0, u32x4 (&kw)[NU][NKC], u32x4 (&vw)[NPV][4][NVC]) {
+    auto load_chunk_as = [&](bool small, int tok0, u32x4 (&kw)[NU][NKC], u32x4 (&vw)[NPV][4][NVC]) {
       const long long page = pages.page(tok0);
 #pragma unroll
       for (int u = 0; u < NU; ++u) {
         const int pos = tok0 + 8 * u + g;
-        const char *kp = kbase + 2 * token_off(pos, page, k_stride_b, k_stride_t) + qd * 16;
+        const char *kp = kbase + 2 * token_off(pos, page, small, k_stride_b, k_stride_t) + qd * 16;
 #pragma unroll
-        for (int j = 0; j < NKC; ++j) kw[u][j] = load16_if(kp + j * 64, pos < seg.end);
+        for (int j = 0; j < NKC; ++j) kw[u][j] = load16_if(kp + j * 64, pos < seg.end && qd + 4 * j < DC);
       }
 #pragma unroll
       for (int p = 0; p < NPV; ++p)
 #pragma unroll
         for (int t = 0; t < 4; ++t) {
           const int pos = tok0 + v_token(p, t);
-          const char *vp = vbase + 2 * token_off(pos, page, v_stride_b, v_stride_t) + g * 16;
+          const char *vp = vbase + 2 * token_off(pos, page, small, v_stride_b, v_stride_t) + g * 16;
 #pragma unroll
-          for (int cc = 0; cc < NVC; ++cc) vw[p][t][cc] = load16_if(vp + cc * 128, pos < seg.end);
+          for (int cc = 0; cc < NVC; ++cc)
+            vw[p][t][cc] = load16_if(vp + cc * 128, pos < seg.end && g + 8 * cc < DC);
         }
+    };
+    auto load_chunk = [&](int tok0, u32x4 (&kw)[NU][NKC], u32x4 (&vw)[NPV][4][NVC]) {
+      if (T::kPaged && pages.small)
+        load_chunk_as(true, tok0, kw, vw);
+      else
+        load_chunk_as(false, tok0, kw, vw);
     };
     u32x4 kw[NU][NKC], vw[NPV][4][NVC];
     load_chunk(seg.begin + wave * C, kw, vw);
@@ -746,17 +900,23 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
     // Head dim 256: the copies' addresses, unrolled, would take the registers the
     // chunk's fragments need (ptxas spills 440 bytes).
     constexpr int kIssueUnroll = D > 128 ? 1 : C * CPR / kWaveSize;
-    auto issue = [&](int slot, int tok0) {  // the wave's chunk at tok0
+    auto issue_as = [&](bool small, int slot, int tok0) {  // the wave's chunk at tok0
       u16 *stage = ring + slot * 2 * C * D;
       const long long page = pages.page(tok0);
 #pragma unroll kIssueUnroll
       for (int n = 0; n < C * CPR / kWaveSize; ++n) {
         const int i = lane + kWaveSize * n, t = i / CPR, c = i % CPR;
         const int pos = tok0 + t;
-        const bool live = pos < seg.end;
-        copy16_async(k_at(stage, t, c), kbase + 2 * token_off(pos, page, k_stride_b, k_stride_t) + c * 16, live);
-        copy16_async(v_at(stage, t, c), vbase + 2 * token_off(pos, page, v_stride_b, v_stride_t) + c * 16, live);
+        const bool live = pos < seg.end && c < DC;
+        copy16_async(k_at(stage, t, c), kbase + 2 * token_off(pos, page, small, k_stride_b, k_stride_t) + c * 16, live);
+        copy16_async(v_at(stage, t, c), vbase + 2 * token_off(pos, page, small, v_stride_b, v_stride_t) + c * 16, live);
       }
+    };
+    auto issue = [&](int slot, int tok0) {
+      if (T::kPaged && pages.small)
+        issue_as(true, slot, tok0);
+      else
+        issue_as(false, slot, tok0);
     };
 #pragma unroll
     for (int s = 0; s < NS - 1; ++s) {
@@ -794,7 +954,10 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
 #pragma unroll
     for (int i = 0; i < NDT; ++i)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) sh.wave_acc[wave][g][64 * (i / 8) + 8 * (2 * qd + e) + i % 8] = acc[i][e];
+      for (int e = 0; e < 2; ++e) {
+        const int col = 64 * (i / 8) + 8 * (2 * qd + e) + i % 8;
+        if (D == T::kHeadDim || col < T::kHeadDim) sh.wave_acc[wave][g][col] = acc[i][e];
+      }
     if (qd == 0) {
       sh.wave_max[wave][g] = run_max;
       sh.wave_sum[wave][g] = run_sum;
@@ -810,7 +973,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
     stamp_after(0, tns[5], tclk[5]);
     if (tid == 0 && workspace != nullptr) {
       unsigned long long *rec =
-          trace_base<T>(workspace, num_kv_heads, num_splits) + 16 * ((long long)block_z() * grid_x() + block_x());
+          trace_base<T>(workspace, num_kv_heads, num_splits, group * sq) + 16 * ((long long)block_z() * grid_x() + block_x());
       rec[0] = sm_id();
       rec[1] = (unsigned long long)(seg.end - seg.begin);
 #pragma unroll
@@ -831,23 +994,24 @@ INGOT_DEVICE void decode_split(INGOT_AD_PARAMS) {
 // Writes one output element (and, from d == 0, the row's LSE in natural log).
 template <class T>
 INGOT_DEVICE void store_row(void *o, float *lse, int b, int hkv, int row, int d, float out,
-                            float lse2, int sq, int num_kv_heads, long long o_stride_b,
+                            float lse2, int sq, int num_kv_heads, int group, long long o_stride_b,
                             long long o_stride_h, long long o_stride_s, int flags) {
-  const int g = row % T::kGroup, i = row / T::kGroup;
+  const int g = row % group, i = row / group;
   if (i >= sq) return;
-  const long long h = (long long)hkv * T::kGroup + g;
+  const long long h = (long long)hkv * group + g;
   u16 *op = static_cast<u16 *>(o);
   op[b * o_stride_b + h * o_stride_h + i * o_stride_s + d] = pack1<T::kDType>(out);
   if (d == 0 && (flags & kFlagWriteLse))
-    lse[((long long)b * num_kv_heads * T::kGroup + h) * sq + i] = lse2 * kLn2;
+    lse[((long long)b * num_kv_heads * group + h) * sq + i] = lse2 * kLn2;
 }
 
 // ---- merge kernel ---------------------------------------------------------------
 // Wide merge (more than INGOT_AD_COMPACT_MERGE_SPLITS segments; the compact one
 // is above decode_merge):
-// grid (ROWS_TOTAL * D/32, Hkv, B): one workgroup per row and 32 columns, so the
-// partials are read by many workgroups at once. Its threads (4 waves, whatever
-// the split kernel's) are 8 column quads x kMergeThreads/8 segment groups; each
+// grid (group x sq x D/COLS, Hkv, B), COLS = 32 (16 where D is no multiple of
+// 32): one workgroup per row and COLS columns, so the partials are read by many
+// workgroups at once. Its threads (4 waves, whatever the split kernel's) are
+// COLS/4 column quads x kMergeThreads/(COLS/4) segment groups; each
 // sums its segments' weighted partials with 16-byte loads, then the groups are
 // added through LDS.
 
@@ -855,7 +1019,7 @@ template <class T>
 struct MergeShared {
   float weight[T::kMaxSplits];
   float lse2;
-  float part[T::kMergeThreads / 8][32];
+  float part[T::kMergeThreads / (T::kMergeCols / 4)][T::kMergeCols];
 };
 
 // Compact merge (num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS): many sequences
@@ -867,10 +1031,11 @@ INGOT_DEVICE void merge_compact(INGOT_AD_PARAMS) {
   constexpr int D = T::kHeadDim, kMax = INGOT_AD_COMPACT_MERGE_SPLITS;
   const int item = block_x() * T::kMergeThreads + thread_id();
   const int hkv = block_y(), b = block_z(), S = num_splits;
-  if (item >= T::kRowsTotal * (D / 4)) return;
+  const int rows_total = group * sq;
+  if (item >= rows_total * (D / 4)) return;
   const int row = item / (D / 4), c0 = item % (D / 4) * 4;
-  const float *ws_lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, S);
-  const float *ws_o = ws_lse + lse_floats<T>(S);
+  const float *ws_lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, S, rows_total);
+  const float *ws_o = ws_lse + lse_floats<T>(rows_total, S);
   float l[kMax];
   u32x4 part[kMax];
   float m = kNegInf;
@@ -897,7 +1062,7 @@ INGOT_DEVICE void merge_compact(INGOT_AD_PARAMS) {
   const float lse2 = den > 0.f ? m + fast_log2(den) : kNegInf;
 #pragma unroll
   for (int e = 0; e < 4; ++e)
-    store_row<T>(o, lse, b, hkv, row, c0 + e, acc[e] * inv, lse2, sq, num_kv_heads, o_stride_b,
+    store_row<T>(o, lse, b, hkv, row, c0 + e, acc[e] * inv, lse2, sq, num_kv_heads, group, o_stride_b,
                  o_stride_h, o_stride_s, flags);
 }
 
@@ -916,9 +1081,10 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
     if constexpr (T::kTrace) {
       stamp_after(0, mns[2], mclk[2]);
       if (thread_id() == 0 && workspace != nullptr) {
-        const long long split_blocks = (long long)T::kRowBlocks * num_kv_heads * num_splits * grid_z();
+        const long long split_blocks = (long long)row_blocks<T>(group, sq) * num_kv_heads * num_splits * grid_z();
         const long long index = ((long long)block_z() * grid_y() + block_y()) * grid_x() + block_x();
-        unsigned long long *rec = trace_base<T>(workspace, num_kv_heads, num_splits) + 16 * split_blocks + 8 * index;
+        unsigned long long *rec =
+            trace_base<T>(workspace, num_kv_heads, num_splits, group * sq) + 16 * split_blocks + 8 * index;
         rec[0] = sm_id();
         rec[1] = (unsigned long long)index;
 #pragma unroll
@@ -931,7 +1097,7 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
     trace_end();
     return;
   }
-  constexpr int D = T::kHeadDim, kCols = 32, kQuads = kCols / 4, kGroups = T::kMergeThreads / kQuads;
+  constexpr int D = T::kHeadDim, kCols = T::kMergeCols, kQuads = kCols / 4, kGroups = T::kMergeThreads / kQuads;
   constexpr int kPer = (T::kMaxSplits + kGroups - 1) / kGroups;       // partial loads per thread, at most
   constexpr int kLsePer = (T::kMaxSplits + kWaveSize - 1) / kWaveSize;  // lse loads per lane of wave 0
   static_assert(D % kCols == 0, "merge columns");
@@ -940,16 +1106,17 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
   const int row = block_x() / (D / kCols), c0 = (block_x() % (D / kCols)) * kCols;
   const int hkv = block_y(), b = block_z();
   const int S = num_splits;
-  const int quad = tid % kQuads, group = tid / kQuads;
-  const float *ws_lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, S);
-  const float *ws_o = ws_lse + lse_floats<T>(S);
+  const int quad = tid % kQuads, sgroup = tid / kQuads;  // column quad, segment group
+  const int rows_total = group * sq;
+  const float *ws_lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, S, rows_total);
+  const float *ws_o = ws_lse + lse_floats<T>(rows_total, S);
 
   // One round trip: every partial this thread needs and wave 0's lse values are in flight together.
   const float *src = ws_o + (long long)row * S * D + c0 + quad * 4;
   u32x4 part[kPer];
 #pragma unroll
   for (int i = 0; i < kPer; ++i) {
-    const int s = group + i * kGroups;
+    const int s = sgroup + i * kGroups;
     part[i] = load16_dep_if(src + (long long)s * D, s < S);
   }
   if (tid < kWaveSize) {
@@ -986,7 +1153,7 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
   float acc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
   for (int i = 0; i < kPer; ++i) {
-    const int s = group + i * kGroups;
+    const int s = sgroup + i * kGroups;
     const float w = s < S ? sh.weight[s] : 0.f;
     acc[0] += w * bits_to_float(part[i].x);
     acc[1] += w * bits_to_float(part[i].y);
@@ -994,13 +1161,13 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
     acc[3] += w * bits_to_float(part[i].w);
   }
 #pragma unroll
-  for (int e = 0; e < 4; ++e) sh.part[group][quad * 4 + e] = acc[e];
+  for (int e = 0; e < 4; ++e) sh.part[sgroup][quad * 4 + e] = acc[e];
   sync_block();
   if (tid < kCols) {
     float out = 0.f;
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) out += sh.part[g][tid];
-    store_row<T>(o, lse, b, hkv, row, c0 + tid, out, sh.lse2, sq, num_kv_heads, o_stride_b,
+    store_row<T>(o, lse, b, hkv, row, c0 + tid, out, sh.lse2, sq, num_kv_heads, group, o_stride_b,
                  o_stride_h, o_stride_s, flags);
   }
   trace_end();

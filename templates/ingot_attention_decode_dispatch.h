@@ -16,7 +16,9 @@
  * outside them at open (runtime/src/pack_loader.c), since no plan could pass. */
 #define INGOT_AD_MAX_BLOCK_THREADS 1024   /* waves x wave size of one workgroup */
 #define INGOT_AD_MAX_PAGE_SIZE (1 << 20)  /* tokens per KV page */
-#define INGOT_AD_HEAD_DIM_STEP 32         /* head dims are multiples of it */
+#define INGOT_AD_HEAD_DIM_STEP 16         /* head dims are multiples of it */
+#define INGOT_AD_MAX_ROWS 8               /* (query head, query token) rows per workgroup */
+#define INGOT_AD_MAX_SQ 8                 /* query tokens per sequence */
 /* The kernels' token indices (segment ends, a chunk's first token, the tokens
  * a wave loads ahead) are int32 and run up to this many tiles (waves x
  * tokens_per_wave) past the capacity: one in the length's round-up, two in the
@@ -130,9 +132,12 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   const int paged = g->kv_layout == INGOT_KV_PAGED;
   if (D < INGOT_AD_HEAD_DIM_STEP || D != m->head_dim || D % INGOT_AD_HEAD_DIM_STEP)
     return ingot_ad_error(err, err_size, "plan: head dim %lld, kernel has %d", (long long)D, m->head_dim);
-  if (Hkv < 1 || Hkv > 65535 || Hq != Hkv * m->group)
-    return ingot_ad_error(err, err_size, "plan: Hq %lld / Hkv %lld is not the kernel's group %d (Hkv in 1..65535)",
-                          (long long)Hq, (long long)Hkv, m->group);
+  /* Any group runs on the kernel's row tile (padded, or over several row blocks). */
+  if (Hkv < 1 || Hkv > 65535 || Hq < Hkv || Hq % Hkv != 0 || Hq / Hkv > 65535)
+    return ingot_ad_error(err, err_size,
+                          "plan: Hq %lld / Hkv %lld (allowed: Hkv in 1..65535, Hq a multiple of Hkv, at most "
+                          "65535 x Hkv)", (long long)Hq, (long long)Hkv);
+  const int64_t group = Hq / Hkv;
   if (Sq < 1 || Sq > m->max_sq)
     return ingot_ad_error(err, err_size, "plan: Sq %lld outside the kernel's 1..%d", (long long)Sq, m->max_sq);
   if (B < 1 || B > 65535)
@@ -164,19 +169,15 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
     if (page_size < 1 || (page_size & (page_size - 1)) || page_size > INGOT_AD_MAX_PAGE_SIZE)
       return ingot_ad_error(err, err_size, "plan: page size %lld is not a power of two in 1..2^20",
                             (long long)page_size);
-    /* A wave's chunk of tokens_per_wave tokens must lie in one page: the kernels
-     * look its page up once (templates/ingot_attention_decode.h, ChunkPages). */
-    if (page_size < m->tokens_per_wave)
-      return ingot_ad_error(err, err_size,
-                            "plan: page size %lld is below the kernel's %d tokens per wave (allowed: a power "
-                            "of two from %d to 2^20)",
-                            (long long)page_size, m->tokens_per_wave, m->tokens_per_wave);
+    /* Pages shorter than a wave's chunk (tokens_per_wave) are read token by
+     * token (templates/ingot_attention_decode.h, ChunkPages::token_page). */
     /* capacity < 2^31 was checked above: no overflow in the page count */
     if (g->page_table.rank != 2 || g->page_table.dims[1] < (g->capacity + page_size - 1) / page_size)
       return ingot_ad_error(err, err_size, "plan: the page table does not cover the capacity");
   }
 
-  const int64_t rows_total = (int64_t)m->group * m->max_sq;
+  /* group x Sq rows per KV head (< 2^16 x 8), in row blocks of the kernel's rows. */
+  const int64_t rows_total = group * Sq;
   const int64_t row_blocks = ingot_ad_ceil_div(rows_total, m->rows);
   const int64_t tile = (int64_t)m->waves * m->tokens_per_wave;
   /* Segments come in whole waves of the device's resident workgroups: a partial
@@ -187,10 +188,12 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   const int64_t resident = cus * (caps->blocks_per_cu > 0 ? caps->blocks_per_cu : pol->ctas_per_cu);
   /* Grids within the device limits (x < 2^31; y, z <= 65535, checked above for
    * B and Hkv): bounded before the products are formed. */
-  if (row_blocks > INT32_MAX / Hkv || rows_total > INT32_MAX / (D / 32))
+  /* the wide merge's columns per workgroup (kMergeCols in the kernel header) */
+  const int64_t merge_cols = D % 32 == 0 ? 32 : 16;
+  if (row_blocks > INT32_MAX / Hkv || rows_total > INT32_MAX / (D / merge_cols))
     return ingot_ad_error(err, err_size,
                           "plan: grid of %lld x %lld row blocks or %lld x %lld merge blocks (allowed: < 2^31)",
-                          (long long)Hkv, (long long)row_blocks, (long long)rows_total, (long long)(D / 32));
+                          (long long)Hkv, (long long)row_blocks, (long long)rows_total, (long long)(D / merge_cols));
   const int64_t base = B * Hkv * row_blocks; /* < 2^16 * 2^31 */
   int64_t splits = 1;
   double out_cost = 0.0;
@@ -240,10 +243,10 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   const uint32_t threads = (uint32_t)(m->waves * caps->wave_size);
   const uint32_t merge_threads = (uint32_t)(INGOT_AD_MERGE_WAVES * caps->wave_size);
   /* The merge's grid follows its mode (ingot_attention_decode_limits.h). The wide
-   * grid's rows_total * D/32 < 2^31 was checked above; the compact one is smaller. */
+   * grid's rows_total * D/merge_cols < 2^31 was checked above; the compact one is smaller. */
   const uint32_t merge_x = splits <= INGOT_AD_COMPACT_MERGE_SPLITS
                                ? (uint32_t)ingot_ad_ceil_div(rows_total * (D / 4), merge_threads)
-                               : (uint32_t)(rows_total * (D / 32));
+                               : (uint32_t)(rows_total * (D / merge_cols));
   out->num_splits = (int)splits;
   out->cost = out_cost;
   out->workspace_bytes = ws;
@@ -267,8 +270,11 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   out->page_size = (int32_t)page_size;
   out->sq = (int32_t)Sq;
   out->num_kv_heads = (int32_t)Hkv;
-  out->flags = (g->mask == INGOT_MASK_CAUSAL ? 1 : 0) | (g->lse.rank != 0 ? 2 : 0);
+  /* kFlagCausal 1, kFlagWriteLse 2, kFlagTopLeft 4 (templates/ingot_attention_decode.h) */
+  out->flags = (g->mask == INGOT_MASK_CAUSAL ? 1 : 0) | (g->lse.rank != 0 ? 2 : 0) |
+               (g->mask == INGOT_MASK_CAUSAL && g->mask_align == INGOT_ALIGN_TOP_LEFT ? 4 : 0);
   out->scale = g->scale;
+  out->group = (int32_t)group;
   return INGOT_OK;
 }
 

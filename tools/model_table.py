@@ -92,9 +92,7 @@ def why_declined(line, group):
     "What still declines")."""
     work = ""
     if line.startswith("no kernel has head_dim"):
-        work = ": head dims other than 64, 128, 256"
-    elif line.startswith("no kernel has group"):
-        work = ": row padding" if group < 8 else ": multi-query row tiling"
+        work = ": head dims past 256 (a token's elements over several waves; MLA is its own family)"
     return f"`{line}`{work}"
 
 

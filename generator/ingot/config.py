@@ -202,17 +202,38 @@ def _expand_variant(cfg, var, vpath, archs, ctx):
             ctx.error(vpath + ("axes", "head_dim", i), f"head dim {hd} is not supported by the kernel "
                       f"(supported: {', '.join(map(str, ad.HEAD_DIMS))})")
             ok = False
-    # A kernel runs any Hkv in num_kv_heads with its group's Hq = group x Hkv;
-    # `heads`, where given, pins pairs: each must be of an axis group and within
-    # num_kv_heads, and a group without a pinned pair makes no instance.
+    # Each axis group's kernels run the groups of its range in `groups` (each
+    # range holds exactly one axis group; default: the group alone).
+    ranges = {g: (g, g) for g in axes["group"]}
+    for i, (lo, hi) in enumerate(admit["groups"] or []):
+        inside = [g for g in axes["group"] if lo <= g <= hi]
+        if len(inside) != 1:
+            ctx.error(apath + ("groups", i), f"groups [{lo}, {hi}] hold {len(inside)} of the axis' groups "
+                      f"({', '.join(map(str, inside)) or 'none'}); each range must hold exactly one "
+                      f"(axis groups: {', '.join(map(str, axes['group']))})")
+            ok = False
+        elif ranges[inside[0]] != (inside[0], inside[0]):
+            ctx.error(apath + ("groups", i), f"group {inside[0]} has two ranges in groups")
+            ok = False
+        else:
+            ranges[inside[0]] = (lo, hi)
+    spans = sorted(ranges.values())
+    for a, b in zip(spans, spans[1:]):
+        if b[0] <= a[1]:
+            ctx.error(apath + ("groups",), f"groups ranges [{a[0]}, {a[1]}] and [{b[0]}, {b[1]}] overlap")
+            ok = False
+    # A kernel runs any Hkv in num_kv_heads with Hq = g x Hkv for the groups g
+    # of its range; `heads`, where given, pins pairs: each must be of a range and
+    # within num_kv_heads, and a kernel without a pinned pair makes no instance.
     kv_lo, kv_hi = admit["num_kv_heads"]
     for i, (hq, hkv) in enumerate(admit["heads"] or []):
         if hq % hkv:
             ctx.error(apath + ("heads", i), f"Hq {hq} is not a multiple of Hkv {hkv}")
             ok = False
-        elif hq // hkv not in axes["group"]:
+        elif not any(lo <= hq // hkv <= hi for lo, hi in ranges.values()):
             ctx.error(apath + ("heads", i), f"heads [{hq}, {hkv}] have group {hq // hkv}, which no "
-                      f"instance of variant '{var['name']}' has (groups: {', '.join(map(str, axes['group']))})")
+                      f"instance of variant '{var['name']}' runs (groups: "
+                      f"{', '.join(f'{lo}..{hi}' if lo != hi else str(lo) for lo, hi in sorted(ranges.values()))})")
             ok = False
         elif not kv_lo <= hkv <= kv_hi:
             ctx.error(apath + ("heads", i), f"heads [{hq}, {hkv}] have Hkv {hkv} outside the variant's "
@@ -222,15 +243,9 @@ def _expand_variant(cfg, var, vpath, archs, ctx):
     if has_paged and not admit["page_sizes"]:
         ctx.error(apath, "missing 'page_sizes', required when kv_layout includes 'paged'")
         ok = False
-    tpw = knobs["tokens_per_wave"]
     for i, ps in enumerate(admit["page_sizes"] or []):
         if ps & (ps - 1):
             ctx.error(apath + ("page_sizes", i), f"page size {ps} is not a power of two")
-            ok = False
-        elif ps < tpw:
-            # The kernels look a wave's chunk's page up once (templates/ingot_attention_decode.h).
-            ctx.error(apath + ("page_sizes", i), f"page size {ps} is below the variant's tokens_per_wave "
-                      f"{tpw}: a wave's chunk of tokens must lie in one page (allowed: powers of two from {tpw})")
             ok = False
     if admit["page_sizes"] and not has_paged:
         ctx.error(apath + ("page_sizes",), "page sizes given, but the variant has no paged kv_layout")
@@ -251,7 +266,8 @@ def _expand_variant(cfg, var, vpath, archs, ctx):
             continue
         heads = ()
         if admit["heads"] is not None:
-            heads = tuple(sorted(tuple(h) for h in admit["heads"] if h[0] // h[1] == point["group"]))
+            lo, hi = ranges[point["group"]]
+            heads = tuple(sorted(tuple(h) for h in admit["heads"] if lo <= h[0] // h[1] <= hi))
             if not heads:
                 continue  # the pin leaves this group no pair: not an instance
         seq_q = admit["seq_q"] or (1, point["max_sq"])
@@ -271,7 +287,8 @@ def _expand_variant(cfg, var, vpath, archs, ctx):
             batch=tuple(admit["batch"]), seq_q=tuple(seq_q), capacity=tuple(admit["capacity"]),
             page_sizes=tuple(sorted(admit["page_sizes"] or [])) if point["kv_layout"] == "paged" else (),
             masks=tuple(sorted(admit["masks"])), lse=admit["lse"], archs=tuple(a.name for a in archs),
-            trace=knobs["trace"])
+            trace=knobs["trace"],
+            groups=ranges[point["group"]] if ranges[point["group"]] != (point["group"],) * 2 else ())
         if not _check_instance_fits(inst, archs, vpath, ctx):
             return []
         if inst.capacity[1] > inst.capacity_limit:
@@ -303,15 +320,13 @@ def _check_instance_fits(inst, archs, vpath, ctx):
                   f"archs {', '.join(a.name for a in archs)} (a variant may name `archs: [sm_90]`)")
         return False
     for arch in archs:
-        lpt = inst.head_dim // 8
+        lpt = inst.lanes_per_token
         if lpt > arch.wave_size:
             ctx.error(vpath + ("axes", "head_dim"), f"head dim {inst.head_dim} needs {lpt} lanes per "
                       f"token, more than the {arch.wave_size}-lane wave of {arch.name}")
             return False
         if inst.math == "auto" and arch.vendor == "nvidia":
             why = []
-            if inst.head_dim % 64:
-                why.append(f"head dim {inst.head_dim} is not a multiple of 64")
             if inst.tokens_per_wave % 16:
                 why.append(f"tokens_per_wave {inst.tokens_per_wave} is not a multiple of 16")
             if inst.rows > 8:

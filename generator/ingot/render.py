@@ -23,7 +23,7 @@ KERNARG_EXPR = {
     "o_stride_b": "p->o_stride[0]", "o_stride_h": "p->o_stride[1]", "o_stride_s": "p->o_stride[2]",
     "page_table_stride": "p->page_table_stride", "capacity": "p->capacity", "page_size": "p->page_size",
     "sq": "p->sq", "num_splits": "p->num_splits", "num_kv_heads": "p->num_kv_heads", "flags": "p->flags",
-    "scale": "p->scale",
+    "scale": "p->scale", "group": "p->group",
 }
 
 

@@ -25,7 +25,7 @@ extern "C" {
 typedef struct ingot_ad_kernel_meta {
   int dtype;         /* INGOT_DTYPE_BF16 / INGOT_DTYPE_FP16 */
   int head_dim;
-  int group;         /* Hq / Hkv */
+  int group;         /* the group its rows are sized for (Hq / Hkv is runtime: plan.group) */
   int max_sq;
   int rows;          /* rows per workgroup */
   int waves;
@@ -68,6 +68,7 @@ typedef struct ingot_dispatch_plan {
   int64_t page_table_stride;
   int32_t capacity, page_size, sq, num_kv_heads, flags;
   float scale;
+  int32_t group; /* Hq / Hkv: the kernels run any group on their row tile */
   /* The plan's modelled time, >= 0, in the stub's own units: the runtime plans
    * every kernel of the best rank and keeps the least (0 for all: no model, the
    * first in tie order). Comparable between the kernels of one family. */

@@ -985,19 +985,11 @@ static int check_plannable(loader *L, const char *file, const char *kpath, const
                   INGOT_AD_MAX_BLOCK_THREADS / wave, wave, k->objects[o].arch, INGOT_AD_MAX_BLOCK_THREADS);
     }
   }
-  /* the merge's grid, group x max_sq rows of head_dim / 32 workgroups, stays below 2^31 */
-  const int64_t merge = (int64_t)m->group * m->max_sq;
-  if (merge > INT32_MAX / (m->head_dim / INGOT_AD_HEAD_DIM_STEP)) {
+  /* a workgroup's rows and a sequence's query tokens (the kernels' register tiles) */
+  if (m->rows < 1 || m->rows > INGOT_AD_MAX_ROWS || m->max_sq < 1 || m->max_sq > INGOT_AD_MAX_SQ) {
     ingot_format(path, sizeof path, "%s.metadata", kpath);
-    return fail(L, INGOT_INVALID_PACK, file, path,
-                "group %d x max_sq %d x head_dim/32 %d passes 2147483647 (allowed: a product below 2^31, the "
-                "merge grid's limit)", m->group, m->max_sq, m->head_dim / INGOT_AD_HEAD_DIM_STEP);
-  }
-  if (m->paged && m->tokens_per_wave > INGOT_AD_MAX_PAGE_SIZE) {
-    ingot_format(path, sizeof path, "%s.metadata.tokens_per_wave", kpath);
-    return fail(L, INGOT_INVALID_PACK, file, path,
-                "%d (allowed: 1..%d for a paged kernel: a page holds a wave's tokens and at most %d)",
-                m->tokens_per_wave, INGOT_AD_MAX_PAGE_SIZE, INGOT_AD_MAX_PAGE_SIZE);
+    return fail(L, INGOT_INVALID_PACK, file, path, "rows %d, max_sq %d (allowed: rows 1..%d, max_sq 1..%d)",
+                m->rows, m->max_sq, INGOT_AD_MAX_ROWS, INGOT_AD_MAX_SQ);
   }
   return 1;
 }

@@ -304,8 +304,9 @@ static inline void fz_check_plan(const ingot_ad_kernel_meta *m, const ingot_atte
   const int64_t Hkv = g->k.dims[2];
   FZ_REQUIRE(B >= 1 && Hkv >= 1 && Sq >= 1 && D >= 1, "B %lld Hkv %lld Sq %lld D %lld", (long long)B,
              (long long)Hkv, (long long)Sq, (long long)D);
-  FZ_REQUIRE((fz_u128)Hq == (fz_u128)Hkv * (fz_u128)(int64_t)m->group, "Hq %lld Hkv %lld group %d",
-             (long long)Hq, (long long)Hkv, m->group);
+  /* any group runs on the kernel's rows: Hq a multiple of Hkv, at most 65535 of it, handed to the kernels */
+  FZ_REQUIRE(Hq % Hkv == 0 && Hq / Hkv >= 1 && Hq / Hkv <= 65535 && p->group == Hq / Hkv,
+             "Hq %lld Hkv %lld plan group %d", (long long)Hq, (long long)Hkv, p->group);
   FZ_REQUIRE(D == m->head_dim && Sq <= m->max_sq, "D %lld head_dim %d Sq %lld max_sq %d", (long long)D,
              m->head_dim, (long long)Sq, m->max_sq);
   FZ_REQUIRE(p->num_splits >= 1 && p->num_splits <= m->max_splits, "splits %d max_splits %d", p->num_splits,
@@ -316,7 +317,7 @@ static inline void fz_check_plan(const ingot_ad_kernel_meta *m, const ingot_atte
   FZ_REQUIRE(m->rows >= 1 && m->waves >= 1, "rows %d waves %d", m->rows, m->waves);
   /* the modelled time the runtime compares kernels by: finite, >= 0 (not NaN) */
   FZ_REQUIRE(p->cost >= 0.0 && p->cost <= 1e300, "modelled time %g", p->cost);
-  const fz_u128 rows_total = (fz_u128)(uint64_t)m->group * (uint64_t)m->max_sq;
+  const fz_u128 rows_total = (fz_u128)(uint64_t)(Hq / Hkv) * (uint64_t)Sq;
   const fz_u128 row_blocks = (rows_total + (uint64_t)m->rows - 1) / (uint64_t)m->rows;
   const fz_u128 threads = (fz_u128)(uint64_t)m->waves * (uint64_t)caps->wave_size;
   const ingot_launch *split = &p->launches[0];
@@ -341,7 +342,7 @@ static inline void fz_check_plan(const ingot_ad_kernel_meta *m, const ingot_atte
     const fz_u128 merge_threads = (fz_u128)INGOT_AD_MERGE_WAVES * (uint64_t)caps->wave_size;
     const fz_u128 merge_x = p->num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS
                                 ? (rows_total * (fz_u128)(D / 4) + merge_threads - 1) / merge_threads
-                                : rows_total * (fz_u128)(D / 32);
+                                : rows_total * (fz_u128)(D / (D % 32 == 0 ? 32 : 16));
     FZ_REQUIRE(merge->entry == 1, "merge entry %d", merge->entry);
     FZ_REQUIRE(merge->grid[0] == merge_x && (int64_t)merge->grid[1] == Hkv && (int64_t)merge->grid[2] == B,
                "merge grid (%u, %u, %u), expected (%.0f, %lld, %lld)", merge->grid[0], merge->grid[1],
@@ -363,11 +364,12 @@ static inline void fz_check_plan(const ingot_ad_kernel_meta *m, const ingot_atte
   FZ_REQUIRE(p->capacity == g->capacity && p->sq == Sq && p->num_kv_heads == Hkv,
              "capacity %d sq %d num_kv_heads %d", p->capacity, p->sq, p->num_kv_heads);
   FZ_REQUIRE(p->page_size == (g->kv_layout == INGOT_KV_PAGED ? g->k.dims[1] : 0), "page_size %d", p->page_size);
-  /* paged: a wave's chunk lies in one page (the kernels' ChunkPages), so pages hold at least a chunk */
-  FZ_REQUIRE(g->kv_layout != INGOT_KV_PAGED || p->page_size >= m->tokens_per_wave,
-             "page size %d below tokens_per_wave %d", p->page_size, m->tokens_per_wave);
-  FZ_REQUIRE(p->flags == ((g->mask == INGOT_MASK_CAUSAL ? 1 : 0) | (g->lse.rank != 0 ? 2 : 0)), "flags %d",
-             p->flags);
+  /* paged: a power of two (pages shorter than a chunk are read token by token) */
+  FZ_REQUIRE(g->kv_layout != INGOT_KV_PAGED || (p->page_size >= 1 && (p->page_size & (p->page_size - 1)) == 0),
+             "page size %d", p->page_size);
+  const int top_left = g->mask == INGOT_MASK_CAUSAL && g->mask_align == INGOT_ALIGN_TOP_LEFT;
+  FZ_REQUIRE(p->flags == ((g->mask == INGOT_MASK_CAUSAL ? 1 : 0) | (g->lse.rank != 0 ? 2 : 0) | (top_left ? 4 : 0)),
+             "flags %d", p->flags);
   /* the strides the kernels are handed: the graph's, the page table's row stride only when paged */
   for (int i = 0; i < 3; ++i)
     FZ_REQUIRE(p->q_stride[i] == g->q.strides[i] && p->k_stride[i] == g->k.strides[i] &&

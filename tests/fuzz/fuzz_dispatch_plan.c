@@ -5,7 +5,7 @@
  * device caps, and without ingot_graph_validate in front of it. The stub must
  * not overflow (UBSan aborts on signed overflow, shifts, bad conversions), and
  * every INGOT_OK plan must satisfy the grid and workspace invariants of
- * docs/INTERNALS.md 5 (fz_check_plan) and pack 196 kernarg bytes that carry
+ * docs/INTERNALS.md 5 (fz_check_plan) and pack 200 kernarg bytes that carry
  * the plan's scalars. Input: metadata, caps, then graph mutations. */
 #include "fuzz_common.h"
 
@@ -60,20 +60,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   fz_check_plan(&m, &g, &caps, &p);
 
-  /* pack: every launch gives 196 bytes whose scalars are the plan's. */
+  /* pack: every launch gives 200 bytes whose scalars are the plan's. */
   static const uint8_t q[16] __attribute__((aligned(16)));
   ingot_attention_buffers b = {q, q, q, (void *)q, NULL, (const int32_t *)q, NULL};
   for (int i = 0; i < p.num_launches; ++i) {
     uint8_t args[INGOT_MAX_KERNARG_BYTES];
     size_t n = 0;
     FZ_REQUIRE(e->pack(&p, i, &b, NULL, args, sizeof args, &n, err, sizeof err) == INGOT_OK, "pack: %s", err);
-    FZ_REQUIRE(n == e->kernarg_size && n == 196, "packed %zu bytes", n);
+    FZ_REQUIRE(n == e->kernarg_size && n == 200, "packed %zu bytes", n);
     FZ_REQUIRE(get_i64(args + 64) == p.q_stride[0] && get_i64(args + 96) == p.k_stride[1] &&
                    get_i64(args + 152) == p.o_stride[2] && get_i64(args + 160) == p.page_table_stride,
                "strides not packed as planned");
     FZ_REQUIRE(get_i32(args + 168) == p.capacity && get_i32(args + 172) == p.page_size &&
                    get_i32(args + 176) == p.sq && get_i32(args + 180) == p.num_splits &&
-                   get_i32(args + 184) == p.num_kv_heads && get_i32(args + 188) == p.flags,
+                   get_i32(args + 184) == p.num_kv_heads && get_i32(args + 188) == p.flags &&
+                   get_i32(args + 196) == p.group,
                "scalars not packed as planned");
   }
   uint8_t small[8];
@@ -81,6 +82,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FZ_REQUIRE(e->pack(&p, p.num_launches, &b, NULL, small, sizeof small, &n, err, sizeof err) != INGOT_OK,
              "pack accepted launch %d of %d", p.num_launches, p.num_launches);
   FZ_REQUIRE(e->pack(&p, 0, &b, NULL, small, sizeof small, &n, err, sizeof err) != INGOT_OK,
-             "pack wrote 196 bytes into an 8-byte buffer");
+             "pack wrote 200 bytes into an 8-byte buffer");
   return 0;
 }

@@ -86,7 +86,7 @@ class BadConfigTest(unittest.TestCase):
                 self.assertEqual(stderr.splitlines(), want + ["ingot: 4 error(s); nothing was written"])
 
     def test_errors_of_several_configs_are_reported_together(self):
-        a = os.path.join(BAD_CONFIG_DIR, "head_dim_96.yaml")
+        a = os.path.join(BAD_CONFIG_DIR, "head_dim_72.yaml")
         b = os.path.join(BAD_CONFIG_DIR, "unknown_arch.yaml")
         with tempfile.TemporaryDirectory() as out:
             rc, _, stderr = run_cli(["generate", "--out", out, a, b])

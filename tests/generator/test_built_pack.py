@@ -3,7 +3,8 @@ its census (packs, kernels per arch, matchers, knobs) against the config, every 
 for, and the static code-object rules: every gfx942 and gfx950 entry point has zero scratch and
 spills only into AGPRs and only in the known SIMT kernels (no more than they have now); every AMD
 object is code object v5, as its KDP says; the AGPR spills recorded are what the disassembly shows;
-no AMD object uses flat or scratch memory instructions.
+no AMD object uses flat or scratch memory instructions; every AMD split's token loop keeps a chunk's
+K and V loads in flight while it computes (the software pipeline holds on AMD).
 Each check has a negative control on a mutated copy."""
 
 import glob
@@ -157,6 +158,58 @@ def amd_memory_problems(listing, where):
     return [f"{where}: {len(found)} flat/scratch instruction(s) (first: {found[0]})"] if found else []
 
 
+_ISA_LINE = re.compile(r"^\s+([a-z_0-9]+)\b([^/]*)//\s*([0-9A-Fa-f]+):")
+_VMCNT = re.compile(r"vmcnt\((\d+)\)")
+
+
+def loop_pipeline(body, chunk_loads):
+    """(share, valu) for the disassembly of one AMD split: the share of the vector-ALU
+    instructions of its main loop (the backward branch whose range holds the most
+    16-byte loads) that run while at least chunk_loads 16-byte loads are in flight.
+    In program order through the loop body, twice (the second pass starts with what
+    the back edge leaves in flight); loads return in order, so after s_waitcnt
+    vmcnt(N) the newest N vector-memory loads may still be in flight."""
+    ins = []
+    for line in body.splitlines():
+        m = _ISA_LINE.match(line)
+        if m:
+            ins.append((int(m.group(3), 16), m.group(1), m.group(2).strip()))
+    best = None
+    for addr, op, args in ins:
+        m = re.match(r"(\d+)", args)
+        if not (op.startswith("s_cbranch_") or op == "s_branch") or not m:
+            continue
+        simm = int(m.group(1))
+        simm = simm - (1 << 16) if simm >= 1 << 15 else simm
+        if simm < 0:
+            span = [x for x in ins if addr + 4 + 4 * simm <= x[0] <= addr]
+            loads = sum(x[1] == "global_load_dwordx4" for x in span)
+            if best is None or loads > best[0]:
+                best = (loads, span)
+    if best is None or best[0] == 0:
+        return 0.0, 0
+    flight, valu, hidden = [], 0, 0  # flight: 1 per 16-byte load in flight, 0 per other load, oldest first
+    for rnd in range(2):
+        for _addr, op, args in best[1]:
+            if op.startswith(("global_load", "buffer_load")):
+                flight.append(1 if op.endswith("dwordx4") else 0)
+            elif op == "s_waitcnt" and _VMCNT.search(args):
+                n = int(_VMCNT.search(args).group(1))
+                flight = flight[len(flight) - n:] if n < len(flight) else flight
+            elif op.startswith("v_") and rnd == 1:
+                valu += 1
+                hidden += sum(flight) >= chunk_loads
+    return (hidden / valu if valu else 0.0), valu
+
+
+# The share of a split loop's math that must overlap a whole chunk's loads.
+MIN_PIPELINE_SHARE = 0.5
+
+
+def split_body(listing, symbol):
+    return listing.split(f"<{symbol}>:", 1)[1].split("\n\n", 1)[0]
+
+
 def unexpected_sm90_spills(pack_dir):
     """static_violations for sm_90, less the known spills of the head-dim-256 rings."""
     out = []
@@ -206,6 +259,49 @@ class BuiltPackTest(unittest.TestCase):
             seen += 1
         self.assertGreater(seen, 0, "no AMD code objects in the built pack")
         self.assertEqual(problems, [])
+
+    @unittest.skipUnless(os.access(OBJDUMP, os.X_OK), f"{OBJDUMP} not installed")
+    def test_amd_split_loops_keep_a_chunk_in_flight(self):
+        # Issue 26: each split's token loop computes on one chunk while the next
+        # chunk's K and V loads (2 x tokens_per_wave / tokens per load) are in flight.
+        by_name = {inst.name: inst for inst in self.pack.instances}
+        shares, problems = [], []
+        for kd in load_kdp(PACK)["kernelDescriptors"]:
+            inst = by_name[kd["name"]]
+            for arch, obj in sorted(kd["kernel_source"]["objects"].items()):
+                if arch not in AMD:
+                    continue
+                listing = subprocess.run([OBJDUMP, "-d", f"--mcpu={arch}", os.path.join(PACK, obj["path"])],
+                                         check=True, capture_output=True, text=True).stdout
+                chunk = 2 * inst.tokens_per_wave // inst.tokens_per_load(ARCHS[arch])
+                share, valu = loop_pipeline(split_body(listing, kd["kernel_source"]["symbols"]["split"]), chunk)
+                shares.append(share)
+                if share < MIN_PIPELINE_SHARE or valu == 0:
+                    problems.append(f"{kd['name']} {arch}: {share:.0%} of {valu} loop VALU instructions with "
+                                    f"{chunk} loads in flight")
+        self.assertGreater(len(shares), 0)
+        print(f"\n{len(shares)} AMD splits: {min(shares):.0%}..{max(shares):.0%} of the loop's math with a "
+              "chunk in flight", end=" ")
+        self.assertEqual(problems, [])
+
+    @unittest.skipUnless(os.access(OBJDUMP, os.X_OK), f"{OBJDUMP} not installed")
+    def test_a_loop_that_waits_for_each_load_is_detected(self):
+        kd = load_kdp(PACK)["kernelDescriptors"][0]
+        arch = next(a for a in sorted(kd["kernel_source"]["objects"]) if a in AMD)
+        inst = next(i for i in self.pack.instances if i.name == kd["name"])
+        listing = subprocess.run([OBJDUMP, "-d", f"--mcpu={arch}",
+                                  os.path.join(PACK, kd["kernel_source"]["objects"][arch]["path"])],
+                                 check=True, capture_output=True, text=True).stdout
+        body = split_body(listing, kd["kernel_source"]["symbols"]["split"])
+        chunk = 2 * inst.tokens_per_wave // inst.tokens_per_load(ARCHS[arch])
+        self.assertGreaterEqual(loop_pipeline(body, chunk)[0], MIN_PIPELINE_SHARE)
+        # the seed kernel's old schedule: every load waited for right after it is issued
+        serial = re.sub(r"(global_load_dwordx4[^\n]*//\s*([0-9A-Fa-f]+):[^\n]*\n)",
+                        r"\1\ts_waitcnt vmcnt(0) // \2:\n", body)
+        self.assertNotEqual(serial, body)
+        self.assertLess(loop_pipeline(serial, chunk)[0], MIN_PIPELINE_SHARE)
+        # and no loop at all
+        self.assertEqual(loop_pipeline("", chunk), (0.0, 0))
 
     @unittest.skipUnless(os.access(OBJDUMP, os.X_OK), f"{OBJDUMP} not installed")
     def test_agpr_spills_are_what_the_disassembly_shows(self):

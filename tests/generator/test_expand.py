@@ -137,21 +137,44 @@ class RealConfigTest(unittest.TestCase):
         for inst in self.pack.instances:
             self.assertEqual((inst.heads, inst.num_kv_heads), ((), (1, 65535)), inst.name)
             c = inst.constraints()
-            self.assertIn({"field": "group", "op": "eq", "value": inst.group}, c)
+            lo, hi = inst.group_range
+            self.assertLessEqual(lo, inst.group)
+            self.assertLessEqual(inst.group, hi)
+            self.assertIn({"field": "group", "op": "range", "min": lo, "max": hi}, c)
             self.assertIn({"field": "num_kv_heads", "op": "range", "min": 1, "max": 65535}, c)
             self.assertNotIn("heads", [x["field"] for x in c])
             self.assertLessEqual(inst.capacity[1], inst.capacity_limit, inst.name)
         groups = {(i.head_dim, i.group) for i in self.pack.instances}
         self.assertLessEqual({(d, g) for d in (64, 128, 256) for g in (1, 4, 8)}, groups)
 
+    def test_every_group_and_head_dim_has_a_kernel_on_every_arch(self):
+        # Issue 22: any Hq / Hkv (1..65535) and every head dim of the family,
+        # for both dtypes (bf16 for 160 and 192), contiguous and paged, one query
+        # token and speculative (Sq 4, head dim 128), on each arch of the pack.
+        from ingot.families import attention_decode as ad
+        for arch in self.pack.archs:
+            insts = [i for i in self.pack.instances if arch in i.archs]
+            for d in ad.HEAD_DIMS:
+                for dtype in (("bf16",) if d in (160, 192) else ("bf16", "fp16")):
+                    for layout in ("contiguous", "paged"):
+                        for sq in ((1, 4) if d == 128 else (1,)):
+                            mine = [i for i in insts if (i.head_dim, i.dtype, i.kv_layout) == (d, dtype, layout)
+                                    and i.seq_q[0] <= sq <= i.seq_q[1]]
+                            spans = sorted(i.group_range for i in mine)
+                            at = 1  # the least group not yet covered
+                            for lo, hi in spans:
+                                if lo <= at:
+                                    at = max(at, hi + 1)
+                            self.assertGreater(at, 65535, (arch, d, dtype, layout, sq, spans))
+
     def test_page_sizes_only_on_paged_instances(self):
-        self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq1_paged_w4t16_tc"].page_sizes, (16, 32, 64, 128))
-        # the SIMT head-dim-256 kernels' chunks of 8 (4 at group 8) tokens fit smaller pages
-        self.assertEqual(self.by_name["attention_decode_bf16_d256_g1_sq1_paged_w4t8"].page_sizes, (8, 16, 32, 64, 128))
-        self.assertEqual(self.by_name["attention_decode_bf16_d256_g8_sq1_paged_w4t4"].page_sizes,
-                         (4, 8, 16, 32, 64, 128))
+        # pages shorter than a wave's chunk are read token by token: every paged
+        # kernel takes pages of 1 token up
         for inst in self.pack.instances:
-            self.assertTrue(all(p >= inst.tokens_per_wave for p in inst.page_sizes), inst.name)
+            if inst.kv_layout == "paged":
+                self.assertEqual(inst.page_sizes, (1, 2, 4, 8, 16, 32, 64, 128), inst.name)
+            else:
+                self.assertEqual(inst.page_sizes, (), inst.name)
         self.assertEqual(self.by_name["attention_decode_bf16_d128_g4_sq1_contig_w4t16_tc"].page_sizes, ())
 
     def test_instances_are_frozen(self):
@@ -184,11 +207,50 @@ class ExpansionRuleTest(unittest.TestCase):
             "minimal_bf16_d128_g1_sq1_contig_w4t16", "minimal_bf16_d128_g4_sq1_contig_w4t16",
             "minimal_bf16_d128_g8_sq1_contig_w4t16"])
         for inst in pack.instances:
-            self.assertEqual((inst.heads, inst.num_kv_heads), ((), (1, 65535)))
+            self.assertEqual((inst.heads, inst.num_kv_heads, inst.group_range), ((), (1, 65535), (inst.group,) * 2))
             c = inst.constraints()
-            self.assertEqual(c[4:6], [{"field": "group", "op": "eq", "value": inst.group},
+            self.assertEqual(c[4:6], [{"field": "group", "op": "range", "min": inst.group, "max": inst.group},
                                       {"field": "num_kv_heads", "op": "range", "min": 1, "max": 65535}])
             self.assertNotIn("heads", [x["field"] for x in c])
+
+    def test_groups_give_each_kernel_a_range_of_groups(self):
+        pack = expand(variant("v", group="[1, 4, 8]", extra_admit="      groups: [[2, 4], [5, 71]]\n"))
+        got = {i.group: i.group_range for i in pack.instances}
+        self.assertEqual(got, {1: (1, 1), 4: (2, 4), 8: (5, 71)})
+        for inst in pack.instances:
+            lo, hi = inst.group_range
+            self.assertIn({"field": "group", "op": "range", "min": lo, "max": hi}, inst.constraints())
+            # rows stay sized for the kernel's own group
+            self.assertEqual(inst.rows, min(inst.group, 8))
+        # a pin takes the pairs of the range: [48, 8] (group 6) goes to the group-8 kernel
+        pack = expand(variant("v", group="[4, 8]", heads="[[48, 8], [16, 4]]",
+                              extra_admit="      groups: [[2, 4], [5, 71]]\n"))
+        self.assertEqual({i.group: i.heads for i in pack.instances}, {4: ((16, 4),), 8: ((48, 8),)})
+
+    def test_bad_groups_are_named(self):
+        cases = {
+            "      groups: [[5, 9]]\n": "groups [5, 9] hold 0 of the axis' groups (none); each range must hold exactly one (axis groups: 4)",
+            "      groups: [[1, 4], [4, 4]]\n": "group 4 has two ranges in groups",
+            "      groups: [[0, 4]]\n": "groups[0]",
+            "      groups: [[4, 2]]\n": "inverted",
+        }
+        for extra, want in cases.items():
+            with self.subTest(extra=extra):
+                errs = expand_errors(variant("v", extra_admit=extra))
+                self.assertTrue(any(want in e for e in errs), errs)
+
+    def test_every_head_dim_multiple_of_16_from_64_to_256_expands(self):
+        from ingot.families import attention_decode as ad
+        self.assertEqual(ad.HEAD_DIMS, tuple(d for d in range(64, 257, 16) if d not in (144, 176, 208, 224, 240)))
+        for d in ad.HEAD_DIMS:
+            knobs = "    knobs: {tokens_per_wave: 8}\n" if d > 128 else ""
+            (inst,) = expand(variant("v", head_dim=f"[{d}]", extra=knobs)).instances
+            lpt = 1 << (d // 8 - 1).bit_length()
+            self.assertEqual((inst.head_dim, inst.lanes_per_token), (d, lpt))
+            self.assertGreaterEqual(lpt, d // 8)
+            self.assertLess(lpt, 2 * (d // 8))
+        errs = expand_errors(variant("v", head_dim="[72]"))
+        self.assertTrue(any("head dim 72 is not supported" in e for e in errs), errs)
 
     def test_num_kv_heads_narrows_the_range(self):
         (inst,) = expand(variant("v", extra_admit="      num_kv_heads: [2, 16]\n")).instances

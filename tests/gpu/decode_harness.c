@@ -208,7 +208,8 @@ const char *dh_describe(const dh_case *c, char *buf, size_t size) {
   snprintf(buf, size, "%s D%d %d/%d B%d Sq%d cap%d %s %s%s%s",
            c->s.dtype == INGOT_DTYPE_FP16 ? "fp16" : "bf16", c->s.head_dim, c->s.num_q_heads,
            c->s.num_kv_heads, c->s.batch, c->s.seq_q, c->s.capacity, layout,
-           c->s.mask == INGOT_MASK_CAUSAL ? "causal" : "nomask", c->s.lse ? " lse" : "",
+           c->s.mask != INGOT_MASK_CAUSAL ? "nomask" : c->s.top_left ? "causal-top-left" : "causal",
+           c->s.lse ? " lse" : "",
            c->tail == DH_TAIL_POISON ? " poisoned-tail" : "");
   return buf;
 }
@@ -283,7 +284,7 @@ static int case_plan(dh_case *c, ingot_context *ctx, const dh_shape *s, uint64_t
   g->seq_lens = desc(INGOT_DTYPE_INT32, 1, bdims);
   g->capacity = cap;
   g->mask = s->mask;
-  g->mask_align = INGOT_ALIGN_BOTTOM_RIGHT;
+  g->mask_align = s->top_left ? INGOT_ALIGN_TOP_LEFT : INGOT_ALIGN_BOTTOM_RIGHT;
   g->scale = 1.0f / sqrtf((float)D);
 
   ingot_status st = ingot_plan_create(ctx, g, &c->plan);
@@ -698,8 +699,8 @@ dh_shape dh_shape_for_kernel(const dh_kernel *k, int capacity, ingot_mask mask) 
   return s;
 }
 
-int dh_case_for_kernel(dh_case *c, ingot_context *ctx, const dh_kernel *k, ingot_mask mask, int sq,
-                       uint64_t seed, dh_tail tail, char *why, size_t why_size) {
+int dh_case_for_kernel(dh_case *c, ingot_context *ctx, const dh_kernel *k, ingot_mask mask, int top_left,
+                       int sq, uint64_t seed, dh_tail tail, char *why, size_t why_size) {
   const int page = k->paged ? k->page_size : 1;
   /* capacities inside the kernel's own range (whole pages), smallest first */
   const int lo = k->capacity[0] > 2 * page ? k->capacity[0] : 2 * page;
@@ -715,6 +716,7 @@ int dh_case_for_kernel(dh_case *c, ingot_context *ctx, const dh_kernel *k, ingot
   for (int i = 0; i < 4 && !have_pick && !failed; ++i) {
     for (int j = 0; j < 4 && !have_pick && !failed; ++j) {
       dh_shape s = dh_shape_for_kernel(k, caps[i], mask);
+      s.top_left = top_left;
       s.seq_q = sq;
       s.batch = batches[j];
       if (j > 0 && (int64_t)s.batch * s.capacity > 2 * 65536) continue; /* within batch 2 x 64K of reference work */

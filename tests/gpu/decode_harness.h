@@ -27,6 +27,7 @@ typedef struct dh_shape {
   int capacity;
   int page_size; /* 0: contiguous KV; else paged with pages of this many tokens */
   ingot_mask mask;
+  int top_left; /* causal aligned top-left (query i sees keys <= i), else bottom-right */
   int lse; /* the graph has an LSE output */
 } dh_shape;
 
@@ -160,7 +161,7 @@ dh_shape dh_shape_for_kernel(const dh_kernel *k, int capacity, ingot_mask mask);
  * kernels of one rank split the graphs between them by the plan's model). Falls back to the
  * first graph that plans at all, so the caller compares the plan's kernel with k. 0, or -1
  * with the reason in why. */
-int dh_case_for_kernel(dh_case *c, ingot_context *ctx, const dh_kernel *k, ingot_mask mask, int sq,
+int dh_case_for_kernel(dh_case *c, ingot_context *ctx, const dh_kernel *k, ingot_mask mask, int top_left, int sq,
                        uint64_t seed, dh_tail tail, char *why, size_t why_size);
 
 /* The kernel a workflow test should use: paged or not, max_sq >= min_sq,

@@ -143,7 +143,7 @@ static int run_kernel(const writer *w, dh_session *sess, const dh_kernel *k, ing
   dh_case c;
   stage sg;
   *chosen = 0;
-  if (dh_case_for_kernel(&c, sess->ctx, k, mask, k->max_sq, seed, DH_TAIL_POISON, why, sizeof why) != 0) {
+  if (dh_case_for_kernel(&c, sess->ctx, k, mask, 0, k->max_sq, seed, DH_TAIL_POISON, why, sizeof why) != 0) {
     fprintf(stderr, "FAIL: %s\n", why);
     return 1;
   }

@@ -2,7 +2,9 @@
  * The kernels are read from the packaged KDP; for each one with a code object
  * for this device, a graph built from its own metadata (dtype, head dim, group,
  * Sq = max_sq, layout, LSE, a capacity its UMDs admit) is run with no mask and
- * causal, and causal again for every shorter Sq >= 2. O and LSE are compared with the reference (LSE in
+ * causal, causal top-left where Sq >= 2, and causal again for every shorter
+ * Sq >= 2. Paged kernels run at their smallest page (1 token: read token by
+ * token) and again at 16 tokens (a wave's chunk in one page). O and LSE are compared with the reference (LSE in
  * natural log; -inf for fully masked rows), and every kernel must have been
  * chosen by at least one graph (batch 2, or 4, 12 or 16 where kernels of one rank
  * share the graphs). Usage: <binary> [pack_dir] */
@@ -18,11 +20,11 @@
 
 /* Runs one shape; *chosen gets the index of the kernel the plan picked (-1 none). */
 static int run(ingot_context *ctx, const dh_kernel *ks, int n, const dh_kernel *k, ingot_mask mask,
-               int sq, uint64_t seed, void *stream, dh_stats *st, int *chosen) {
+               int top_left, int sq, uint64_t seed, void *stream, dh_stats *st, int *chosen) {
   *chosen = -1;
   char why[4096] = "", label[256], d[160];
   dh_case c;
-  if (dh_case_for_kernel(&c, ctx, k, mask, sq, seed, DH_TAIL_POISON, why, sizeof why) != 0) {
+  if (dh_case_for_kernel(&c, ctx, k, mask, top_left, sq, seed, DH_TAIL_POISON, why, sizeof why) != 0) {
     fprintf(stderr, "FAIL: %s\n", why);
     return 1;
   }
@@ -60,14 +62,22 @@ int main(int argc, char **argv) {
     lse_kernels += k->lse;
     wide += k->max_sq >= 2;
     int chosen;
-    for (int m = 0; m < 2; ++m) {
-      other += run(ctx, ks, n, k, m ? INGOT_MASK_CAUSAL : INGOT_MASK_NONE, k->max_sq,
-                   sess.seed + 4u * (uint64_t)i + (uint64_t)m, sess.stream, &sess.stats, &chosen);
+    const uint64_t seed = sess.seed + 16u * (uint64_t)i;
+    for (int m = 0; m < 3; ++m) {
+      if (m == 2 && k->max_sq < 2) continue;  /* top-left differs from bottom-right only for Sq >= 2 */
+      other += run(ctx, ks, n, k, m ? INGOT_MASK_CAUSAL : INGOT_MASK_NONE, m == 2, k->max_sq, seed + (uint64_t)m,
+                   sess.stream, &sess.stats, &chosen);
+      if (chosen >= 0) hits[chosen]++;
+    }
+    if (k->paged && k->page_size < 16) {
+      dh_kernel k16 = *k;
+      k16.page_size = 16;
+      other += run(ctx, ks, n, &k16, INGOT_MASK_CAUSAL, 0, k->max_sq, seed + 3, sess.stream, &sess.stats, &chosen);
       if (chosen >= 0) hits[chosen]++;
     }
     for (int sq = 2; sq < k->max_sq; ++sq) {
-      other += run(ctx, ks, n, k, INGOT_MASK_CAUSAL, sq, sess.seed + 4u * (uint64_t)i + 1 + (uint64_t)sq,
-                   sess.stream, &sess.stats, &chosen);
+      other += run(ctx, ks, n, k, INGOT_MASK_CAUSAL, 0, sq, seed + 4 + (uint64_t)sq, sess.stream, &sess.stats,
+                   &chosen);
       if (chosen >= 0) hits[chosen]++;
     }
   }

@@ -49,10 +49,10 @@ static ingot_status f_function_get(ingot_backend_device *d, ingot_backend_module
 static ingot_status f_function_params(ingot_backend_device *d, ingot_backend_function fn, size_t *offsets,
                                       size_t *sizes, int max, int *count, char *err, size_t n) {
   (void)fn, (void)err, (void)n;
-  /* the kernel ABI of docs/INTERNALS.md 5: 8 pointers, 13 int64, 6 int32, 1 float */
+  /* the kernel ABI of docs/INTERNALS.md 5: 8 pointers, 13 int64, 6 int32, 1 float, 1 int32 (group) */
   int c = 0;
   size_t off = 0;
-  for (int i = 0; i < 28 && c < max; ++i, ++c) {
+  for (int i = 0; i < 29 && c < max; ++i, ++c) {
     size_t sz = i < 21 ? 8 : 4;
     offsets[c] = off;
     sizes[c] = sz;
@@ -69,7 +69,7 @@ static ingot_status f_launch(ingot_backend_device *d, ingot_backend_function fn,
   fake_dev *f = (fake_dev *)d;
   const void *q;
   memcpy(&q, args, sizeof q);
-  int ok = size == 196 && fn != NULL && grid[0] > 0 && block[0] > 0 && q == f->expect->q;
+  int ok = size == 200 && fn != NULL && grid[0] > 0 && block[0] > 0 && q == f->expect->q;
   atomic_fetch_add(ok ? &f->launches : &f->bad_launches, 1);
   atomic_store((uintptr_t)fn == 1 ? &f->split_lds : &f->merge_lds, (int)lds);
   if (ok && (uintptr_t)fn == 2) { /* the merge: its grid and the num_splits kernarg (offset 180) */
@@ -421,7 +421,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 2; ++i) {
     CHECK_STATUS(ingot_plan_execute_ex(plan, NULL, &b, ws, ingot_plan_workspace_size(plan), err, sizeof err),
                  INGOT_INVALID_PACK);
-    CHECK_HAS(err, "parameter 27 is at offset 192 size 8, the UDD says offset 192 size 4");
+    CHECK_HAS(err, "parameter 28 is at offset 196 size 8, the UDD says offset 196 size 4");
   }
   CHECK(atomic_load(&w.loads) == 1 && atomic_load(&w.unloads) == 1 && atomic_load(&w.launches) == 0);
   ingot_plan_destroy(plan);

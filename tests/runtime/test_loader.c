@@ -943,13 +943,12 @@ static void test_metadata_bounds(void) {
             n2 = "<= 1024 threads per workgroup)"; break;
     case 1: json_object_set_new(md, "waves", json_integer(rnd_range(17, INT32_MAX))); n1 = "metadata.waves: ";
             n2 = "(allowed: 1..16: waves x wave size 64 on gfx942"; break;
-    case 2: json_object_set_new(md, "head_dim", json_integer(32 * rnd_range(1, 8) + rnd_range(1, 31)));
-            n1 = "metadata.head_dim: "; n2 = "(allowed: a multiple of 32"; break;
-    case 3: json_object_set_new(md, "max_sq", json_integer(rnd_range(1 << 27, INT32_MAX))); n1 = "metadata: group 4 x max_sq";
-            n2 = "(allowed: a product below 2^31, the merge grid's limit)"; break;
-    case 4: json_object_set_new(md, "kv_layout", json_string("paged"));
-            json_object_set_new(md, "tokens_per_wave", json_integer(rnd_range((1 << 20) + 1, INT32_MAX)));
-            n1 = "metadata.tokens_per_wave: "; n2 = "(allowed: 1..1048576 for a paged kernel"; break;
+    case 2: json_object_set_new(md, "head_dim", json_integer(16 * rnd_range(1, 16) + rnd_range(1, 15)));
+            n1 = "metadata.head_dim: "; n2 = "(allowed: a multiple of 16"; break;
+    case 3: json_object_set_new(md, "max_sq", json_integer(rnd_range(9, INT32_MAX))); n1 = "metadata: rows ";
+            n2 = "(allowed: rows 1..8, max_sq 1..8)"; break;
+    case 4: json_object_set_new(md, "rows", json_integer(rnd_range(9, INT32_MAX)));
+            n1 = "metadata: rows "; n2 = "(allowed: rows 1..8, max_sq 1..8)"; break;
     default: json_object_set_new(md, "waves", json_integer(16)); break; /* the largest accepted */
     }
     save_json(dir, "test_seed.kdp.json", kdp);

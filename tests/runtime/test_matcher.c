@@ -147,7 +147,7 @@ static void test_decline_summary(void) {
   snprintf(want, sizeof want,
            "no kernel has group 0 (Hq 8 is not a multiple of Hkv 3; kernels exist for 4)\n"
            "no kernel has heads [8,3] (kernels exist for [8,2])\n"
-           "%sgroup = 0, allowed eq 4\n", K);
+           "%sgroup = 0, allowed range [4, 4]\n", K);
   expect_report(ctx, &g, want);
 
   /* ranges: batch [1, 1], capacity [64, 65536] */
@@ -198,13 +198,13 @@ static void test_declines(void) {
     g = seed_graph(cap, mask);
     set_dim(&g.q, 1, 16);
     set_dim(&g.o, 1, 16);
-    snprintf(want, sizeof want, "%sgroup = 8, allowed eq 4", K);
+    snprintf(want, sizeof want, "%sgroup = 8, allowed range [4, 4]", K);
     expect_decline(ctx, &g, "Hq 16", want);
 
     g = seed_graph(cap, mask);
     set_dim(&g.k, 2, 4);
     set_dim(&g.v, 2, 4);
-    snprintf(want, sizeof want, "%sgroup = 2, allowed eq 4", K);
+    snprintf(want, sizeof want, "%sgroup = 2, allowed range [4, 4]", K);
     expect_decline(ctx, &g, "Hkv 4", want);
 
     /* group 4, but not the pair the test pack pins (tests/data/test_seed.yaml) */
@@ -255,9 +255,19 @@ static void test_declines(void) {
              name);
     expect_decline(ctx, &g, "strided KV", want);
 
+    /* top-left causal is admitted and handed to the kernels as flag bit 2 (kFlagTopLeft) */
     g = seed_graph(cap, INGOT_MASK_CAUSAL);
     g.mask_align = INGOT_ALIGN_TOP_LEFT;
-    expect_decline(ctx, &g, "top-left causal", "graph-scope): mask_align = \"top_left\", allowed eq \"bottom_right\"");
+    {
+      ingot_plan *plan = NULL;
+      CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_OK);
+      if (plan) CHECK(plan->dispatch.flags == 5);
+      ingot_plan_destroy(plan);
+      g.mask = INGOT_MASK_NONE; /* no mask: the alignment means nothing, no flag */
+      CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_OK);
+      if (plan) CHECK(plan->dispatch.flags == 0);
+      ingot_plan_destroy(plan);
+    }
 
     g = seed_graph(cap, mask);
     const int64_t lse_dims[3] = {1, 8, 1};

@@ -14,7 +14,7 @@ static const ingot_ad_policy k_policy = {
     /*kernel_max_splits*/ 256,
 };
 
-/* The kernarg layout of the UDD: 28 arguments, 196 bytes. */
+/* The kernarg layout of the UDD: 29 arguments, 200 bytes. */
 static void write_kernargs(uint8_t *buf, const ingot_dispatch_plan *p, const ingot_attention_buffers *b,
                            void *ws) {
   ingot_ad_put8(buf + 0, b->q); /* q: global_buffer */
@@ -45,6 +45,7 @@ static void write_kernargs(uint8_t *buf, const ingot_dispatch_plan *p, const ing
   ingot_ad_put4(buf + 184, p->num_kv_heads); /* num_kv_heads: by_value */
   ingot_ad_put4(buf + 188, p->flags); /* flags: by_value */
   ingot_ad_put4(buf + 192, p->scale); /* scale: by_value */
+  ingot_ad_put4(buf + 196, p->group); /* group: by_value */
 }
 
 static ingot_status plan(const ingot_ad_kernel_meta *meta, const ingot_attention_graph *graph,
@@ -60,12 +61,12 @@ static ingot_status pack(const ingot_dispatch_plan *p, int launch, const ingot_a
   if (launch < 0 || launch >= p->num_launches)
     return ingot_ad_error(err, err_size, "pack: launch %d out of range (plan has %d)", launch,
                           p->num_launches);
-  if (cap < 196)
-    return ingot_ad_error(err, err_size, "pack: kernarg buffer of %zu bytes, need 196", cap);
+  if (cap < 200)
+    return ingot_ad_error(err, err_size, "pack: kernarg buffer of %zu bytes, need 200", cap);
   write_kernargs(buf, p, b, ws);
-  *size = 196;
+  *size = 200;
   return INGOT_OK;
 }
 
 INGOT_DISPATCH_EXPORT const ingot_dispatch_entry ingot_attention_decode_dispatch = {
-    "ingot_attention_decode_dispatch", 196, plan, pack};
+    "ingot_attention_decode_dispatch", 200, plan, pack};

@@ -9,9 +9,12 @@ from ingot.schema import Bool, Int, List, Map, Range, Str
 NAME = "attention_decode"
 
 DTYPES = ("bf16", "fp16")
-HEAD_DIMS = (64, 128, 256)
+# Multiples of 16: a token takes the next power of two of D/8 lanes (the ones
+# past D/8 idle); the tensor-core path (sm_90) takes multiples of 64.
+HEAD_DIMS = (64, 80, 96, 112, 128, 160, 192, 256)
 KV_LAYOUTS = ("contiguous", "paged")
 MASKS = ("none", "causal")
+MAX_GROUP = 65535  # Hq / Hkv: row blocks of a KV head are grid x, at most 2^31 / (Hkv x splits)
 MAX_ROWS = 8  # q and accumulator rows one workgroup keeps in registers
 MAX_SPLITS = 256  # kernel limit (kMaxSplits in the header)
 INT32_MAX = (1 << 31) - 1
@@ -31,7 +34,7 @@ ELEMENT_BYTES = 2
 AXES = {
     "dtype": Str(choices=list(DTYPES)),
     "head_dim": Int(1, 4096),
-    "group": Int(1, 64),
+    "group": Int(1, MAX_GROUP),
     "kv_layout": Str(choices=list(KV_LAYOUTS)),
     "max_sq": Int(1, 8),
 }
@@ -54,12 +57,18 @@ KNOBS = {
 }
 OPTIONAL_KNOBS = {"occupancy": 0, "math": "simt", "stages": 0, "trace": 0}
 
-# A kernel is specialized on its group (Hq / Hkv, the axis `group`): any
-# number of KV heads in `num_kv_heads` runs on it. `heads` pins exact
-# (Hq, Hkv) pairs for a pack that wants only those.
+# A kernel's rows are sized for its group (the axis `group`: group x max_sq
+# rows, at most 8 per workgroup), and it runs any group in its range of
+# `groups` (default: its own group only) on those rows: smaller groups pad the
+# unused rows, larger ones take several row blocks. Any number of KV heads in
+# `num_kv_heads` runs on it; `heads` pins exact (Hq, Hkv) pairs for a pack that
+# wants only those.
 ADMIT = Map({
     "num_kv_heads": (Range(1, MAX_KV_HEADS), False, (1, MAX_KV_HEADS)),
-    "heads": (List(List(Int(1, MAX_KV_HEADS * 64), min_len=2, max_len=2), unique=True), False, None),
+    # [[lo, hi], ...]: each range holds exactly one of the axis' groups, whose
+    # kernels admit the groups lo..hi
+    "groups": (List(Range(1, MAX_GROUP), unique=True), False, None),
+    "heads": (List(List(Int(1, MAX_KV_HEADS * MAX_GROUP), min_len=2, max_len=2), unique=True), False, None),
     "batch": (Range(1, MAX_BATCH), True, None),
     "seq_q": (Range(1, 8), False, None),
     "capacity": (Range(1, KERNEL_MAX_CAPACITY), True, None),
@@ -87,7 +96,8 @@ SIGNATURE = (
         "q_stride_b", "q_stride_h", "q_stride_s", "k_stride_b", "k_stride_t", "k_stride_h",
         "v_stride_b", "v_stride_t", "v_stride_h", "o_stride_b", "o_stride_h", "o_stride_s",
         "page_table_stride")]
-    + [(n, "by_value", 4) for n in ("capacity", "page_size", "sq", "num_splits", "num_kv_heads", "flags", "scale")]
+    + [(n, "by_value", 4) for n in ("capacity", "page_size", "sq", "num_splits", "num_kv_heads", "flags", "scale",
+                                     "group")]
 )
 
 ENTRY_POINTS = ("split", "merge")
@@ -120,7 +130,7 @@ class Instance:
     variant: str
     dtype: str
     head_dim: int
-    group: int
+    group: int  # the group its rows are sized for
     kv_layout: str
     max_sq: int
     waves: int
@@ -141,6 +151,11 @@ class Instance:
     lse: bool
     archs: tuple = ()  # the archs it is built for (the variant's, else the pack's)
     trace: int = 0  # knob `trace`
+    groups: tuple = ()  # (lo, hi): the groups (Hq / Hkv) it runs; () = (group, group)
+
+    @property
+    def group_range(self):
+        return self.groups or (self.group, self.group)
 
     @property
     def name(self):
@@ -189,7 +204,7 @@ class Instance:
         frozenset or an inclusive (lo, hi) range."""
         return {
             "dtype": frozenset([self.dtype]), "head_dim": frozenset([self.head_dim]),
-            "kv_layout": frozenset([self.kv_layout]), "group": frozenset([self.group]),
+            "kv_layout": frozenset([self.kv_layout]), "group": self.group_range,
             # KV head counts: a range, or the pinned pairs' (all of this group)
             "num_kv_heads": frozenset(h[1] for h in self.heads) if self.heads else self.num_kv_heads,
             "batch": self.batch, "seq_q": self.seq_q, "capacity": self.capacity,
@@ -205,7 +220,7 @@ class Instance:
             {"field": "kv_dtype", "op": "eq", "value": self.dtype},
             {"field": "o_dtype", "op": "eq", "value": self.dtype},
             {"field": "head_dim", "op": "eq", "value": self.head_dim},
-            {"field": "group", "op": "eq", "value": self.group},
+            {"field": "group", "op": "range", "min": self.group_range[0], "max": self.group_range[1]},
             {"field": "num_kv_heads", "op": "range", "min": self.num_kv_heads[0], "max": self.num_kv_heads[1]},
             {"field": "batch", "op": "range", "min": self.batch[0], "max": self.batch[1]},
             {"field": "seq_q", "op": "range", "min": self.seq_q[0], "max": self.seq_q[1]},
@@ -223,8 +238,21 @@ class Instance:
         c.append({"field": "lse", "op": "in", "values": [False, True] if self.lse else [False]})
         return c
 
+    @property
+    def mma_dim(self):
+        """The tensor-core path's head dim: D padded to a multiple of 64 (kMmaDim)."""
+        return (self.head_dim + 63) // 64 * 64
+
+    @property
+    def lanes_per_token(self):
+        """D/8 lanes hold a token's elements; a token takes the next power of two."""
+        n = 1
+        while n < self.head_dim // 8:
+            n *= 2
+        return n
+
     def tokens_per_load(self, arch):
-        return arch.wave_size // (self.head_dim // 8)
+        return arch.wave_size // self.lanes_per_token
 
     def uses_ring(self, arch):
         """The tensor-core path with a shared-memory ring (NVIDIA only)."""
@@ -235,7 +263,7 @@ class Instance:
         ring (in the header), at least as large as either, in 16-byte units."""
         split = 4 * self.waves * (self.tokens_per_wave * self.rows + 2 * self.rows + self.rows * self.head_dim)
         if self.uses_ring(arch):
-            split = max(split, self.waves * self.stages * 2 * self.tokens_per_wave * self.head_dim * ELEMENT_BYTES)
+            split = max(split, self.waves * self.stages * 2 * self.tokens_per_wave * self.mma_dim * ELEMENT_BYTES)
         return (split + 15) // 16 * 16
 
     def dynamic_lds(self, arch):
@@ -255,7 +283,8 @@ class Instance:
 GRAPH_CONSTRAINTS = [
     {"field": "seq_lens.dtype", "op": "eq", "value": "int32"},
     {"field": "seq_lens.memory", "op": "eq", "value": "device"},
-    {"field": "mask_align", "op": "eq", "value": "bottom_right"},
+    # causal masks aligned bottom-right (decode) or top-left (kFlagTopLeft)
+    {"field": "mask_align", "op": "in", "values": ["bottom_right", "top_left"]},
     {"field": "q.layout", "op": "eq", "value": "dense_d"},
     {"field": "k.layout", "op": "eq", "value": "dense_d"},
     {"field": "v.layout", "op": "eq", "value": "dense_d"},

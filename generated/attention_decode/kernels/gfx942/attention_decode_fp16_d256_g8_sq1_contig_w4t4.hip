@@ -3,7 +3,7 @@
 // ingot_attention_decode.h; this file binds its compile-time shape.
 #include "ingot_attention_decode.h"
 
-typedef ingot::DecodeTraits<ingot::kFP16, /*head_dim*/ 256, /*group*/ 8,
+typedef ingot::DecodeTraits<ingot::kFP16, /*head_dim*/ 256,
                             /*max_sq*/ 1, /*rows*/ 8, /*paged*/ false,
                             /*waves*/ 4, /*tokens_per_wave*/ 4,
                             /*occupancy*/ 0, /*math*/ ingot::kMathSimt,

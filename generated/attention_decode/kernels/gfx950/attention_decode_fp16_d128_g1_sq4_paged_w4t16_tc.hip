@@ -3,7 +3,7 @@
 // ingot_attention_decode.h; this file binds its compile-time shape.
 #include "ingot_attention_decode.h"
 
-typedef ingot::DecodeTraits<ingot::kFP16, /*head_dim*/ 128, /*group*/ 1,
+typedef ingot::DecodeTraits<ingot::kFP16, /*head_dim*/ 128,
                             /*max_sq*/ 4, /*rows*/ 4, /*paged*/ true,
                             /*waves*/ 4, /*tokens_per_wave*/ 16,
                             /*occupancy*/ 0, /*math*/ ingot::kMathAuto,
