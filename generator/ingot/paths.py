@@ -5,7 +5,7 @@ package: ingot/share/{templates,schemas,configs,include,packs}, ingot/lib/
 libingot.so and ingot/bin/ingot-inspect. In the source tree (PYTHONPATH=
 generator, or an editable install) they are the repository's templates/,
 schemas/, configs/, runtime/ headers and build/ outputs. Environment variables
-come first: INGOT_TEMPLATE_DIR, INGOT_LIBRARY (the libingot.so to load) and
+come first: INGOT_TEMPLATE_DIR, INGOT_INCLUDE_DIR, INGOT_LIBRARY (the libingot.so to load) and
 INGOT_PACKS (a pack folder, or a folder of pack folders; several separated by
 os.pathsep)."""
 
@@ -45,7 +45,12 @@ def configs_dir():
 
 
 def include_dirs():
-    """Where ingot/ingot.h and dispatch.h are (what a dispatch stub compiles against)."""
+    """Where ingot/ingot.h and dispatch.h are (what a dispatch stub compiles against):
+    $INGOT_INCLUDE_DIR (holding ingot/ingot.h and ingot/dispatch/dispatch.h, as
+    `make install` lays them out), the wheel's, or the source tree's."""
+    env = os.environ.get("INGOT_INCLUDE_DIR")
+    if env:
+        return [env, os.path.join(env, "ingot", "dispatch")]
     if installed():
         inc = os.path.join(SHARE, "include")
         return [inc, os.path.join(inc, "ingot", "dispatch")]
