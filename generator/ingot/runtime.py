@@ -339,35 +339,40 @@ class Plan:
             self.ctx.rt.lib.ingot_plan_destroy(self.h)
             self.h = None
 
-    def _pointer(self, name, t):
-        """The address of a tensor planned as `name`: same dtype, dims, strides
-        and memory as at plan time, or the kernel would read it wrongly."""
-        d = describe(t, name, "buffers", self.as_device)
-        self.ctx._check_device("buffers", name, t)
+    def _pointer(self, name, t, label=None):
+        """The address of a tensor planned as `name` (called `label` in messages):
+        same dtype, dims, strides and memory as at plan time, or the kernel would
+        read it wrongly."""
+        label = label or name
+        d = describe(t, label, "buffers", self.as_device)
+        self.ctx._check_device("buffers", label, t)
         if self.graph is not None:
             planned = getattr(self.graph, name)
             if not _same_desc(d, planned):
-                raise IngotError(f"buffers: {name} is {_show_desc(d)} (allowed: {_show_desc(planned)}, "
+                raise IngotError(f"buffers: {label} is {_show_desc(d)} (allowed: {_show_desc(planned)}, "
                                  f"as planned)")
         if t is None:
             return None
         ptr = t.data_ptr()
-        return _int_arg("buffers", f"{name}.data_ptr()", ptr, 0, UINTPTR_MAX)
+        return _int_arg("buffers", f"{label}.data_ptr()", ptr, 0, UINTPTR_MAX)
 
     def _handle(self, where):
         if not self.h:
             raise IngotError(f"{where}: the plan is destroyed (allowed: a plan before its __del__)")
         return self.h
 
-    def buffers(self, q, k, v, o, seq_lens, lse=None, page_table=None):
+    def buffers(self, q, k, v, o, seq_lens, lse=None, page_table=None, labels=None):
+        """The addresses of these tensors, checked against the plan. labels: the
+        caller's names for them in messages (e.g. {"k": "k_cache"})."""
         self._handle("buffers")
+        labels = labels or {}
         for name, t in (("q", q), ("k", k), ("v", v), ("o", o), ("seq_lens", seq_lens)):
             if t is None:
-                raise IngotError(f"buffers: {name} is None (required: a tensor)")
+                raise IngotError(f"buffers: {labels.get(name, name)} is None (required: a tensor)")
         b = Buffers()
         for name, t in (("q", q), ("k", k), ("v", v), ("o", o), ("seq_lens", seq_lens), ("lse", lse),
                         ("page_table", page_table)):
-            setattr(b, name, self._pointer(name, t))
+            setattr(b, name, self._pointer(name, t, labels.get(name)))
         return b
 
     def execute(self, buffers, workspace, stream):

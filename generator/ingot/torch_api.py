@@ -34,6 +34,7 @@ _contexts = {}  # (backend, device index) -> Context with the default packs open
 _plans = collections.OrderedDict()  # ingot.decode's cache: key -> DecodePlan
 PLAN_CACHE_SIZE = 64
 KV_DTYPES = ("bfloat16", "float16")
+_LABELS = {"k": "k_cache", "v": "v_cache", "o": "out"}  # the binding's graph names -> this API's
 
 
 def _torch():
@@ -263,7 +264,7 @@ class DecodePlan:
         elif lse is not None:
             raise IngotError(f"{where}: lse is given (allowed: None; the plan was made with return_lse=False)")
         try:
-            b = self._plan.buffers(q4, k_cache, v_cache, out4, seq_lens, lse4, page_table)
+            b = self._plan.buffers(q4, k_cache, v_cache, out4, seq_lens, lse4, page_table, labels=_LABELS)
             if self._host:
                 self._plan.execute(b, self.workspace(), None)
             else:

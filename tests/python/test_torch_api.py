@@ -165,7 +165,7 @@ class HostApiTest(unittest.TestCase):
     def test_run_against_the_plan(self):
         t = gqa_case(capacity=512)
         p = self.plan(**t)
-        msg = self.raises("DecodePlan.run: buffers: k", p.run, **dict(t, k_cache=rand(2, 1024, 2, 128),
+        msg = self.raises("DecodePlan.run: buffers: k_cache is bfloat16 dims [2,1024,2,128]", p.run, **dict(t, k_cache=rand(2, 1024, 2, 128),
                                                                      v_cache=rand(2, 1024, 2, 128)))
         self.assertIn("as planned", msg)
         self.raises("q has 3 dims (allowed: 4, as planned)", p.run, **dict(t, q=t["q"][:, :, 0, :]))
