@@ -213,14 +213,28 @@ class GpuApiTest(unittest.TestCase):
 
     def test_decode_against_reference(self):
         for dtype in (torch.bfloat16, torch.float16):
-            for causal, sq in ((False, 1), (True, 1)):
+            for causal in (False, True):
                 t = gqa_case(b=3, capacity=random.choice((256, 4096)), dtype=dtype, device="cuda")
+                for b in range(3):  # NaN past each valid length: never read
+                    n = int(t["seq_lens"][b])
+                    t["k_cache"][b, n:] = float("nan")
+                    t["v_cache"][b, n:] = float("nan")
                 o = torch.full(t["q"].shape, float("nan"), dtype=dtype, device="cuda")  # poisoned
                 got = ingot.decode(**t, causal=causal, out=o)
                 self.assertIs(got, o)
                 ref = reference(t["q"], t["k_cache"], t["v_cache"], t["seq_lens"], causal,
                                 1 / math.sqrt(128))
                 self.check(o, ref, f"{dtype} causal={causal}")
+
+    def test_paged_against_reference(self):
+        b, page, pages = 3, 16, 32
+        q = rand(b, 8, 1, 128, device="cuda")
+        k, v = rand(b * pages, page, 2, 128, device="cuda"), rand(b * pages, page, 2, 128, device="cuda")
+        table = torch.randperm(b * pages, device="cuda").to(torch.int32).reshape(b, pages)
+        seq_lens = seq_lens_of(b, pages * page, "cuda")
+        o = ingot.decode(q, k, v, seq_lens, page_table=table)
+        ref = reference(q, k, v, seq_lens, False, 1 / math.sqrt(128), page_table=table)
+        self.check(o, ref, "paged")
 
     def test_plan_on_two_streams_and_in_a_graph(self):
         t = gqa_case(b=4, capacity=4096, device="cuda")
