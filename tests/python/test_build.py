@@ -161,6 +161,22 @@ class BuildTest(unittest.TestCase):
         r = self.match(bad)
         self.assertEqual(r.returncode, 2)
         self.assertIn("dispatch/ingot_provider_decode_dispatch.so: cannot be loaded", r.stderr)
+        cc = shutil.which("cc") or shutil.which("gcc")
+        if cc:  # a real shared object without the entry
+            src = os.path.join(self.tmp, "other.c")
+            with open(src, "w") as f:
+                f.write("int ingot_something_else = 1;\n")
+            subprocess.run([cc, "-shared", "-fPIC", "-o", so, src], check=True)
+            r = self.match(bad)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("does not define the dispatch entry ingot_provider_decode_dispatch", r.stderr)
+        # the folder itself a symbolic link to one holding the real library
+        shutil.rmtree(os.path.join(bad, "dispatch"))
+        os.symlink(os.path.join(self.pack_dir(), "dispatch"), os.path.join(bad, "dispatch"))
+        r = self.match(bad)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("dispatch/: not a folder (allowed: a folder holding ingot_provider_decode_dispatch.so, no "
+                      "symbolic link)", r.stderr)
 
     @unittest.skipUnless(shutil.which("openssl"), "openssl not found")
     def test_5_signed_context_loads_no_library(self):
