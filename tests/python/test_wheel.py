@@ -124,6 +124,28 @@ class WheelTest(unittest.TestCase):
                 self.assertTrue(digest.startswith("sha256="), ln)
                 self.assertEqual(int(size), self.infos[name].file_size)
 
+    def test_without_a_build_the_generator_alone(self):
+        # `pip install .` before `make`: a pure wheel, nothing from a build, and a note saying so
+        import contextlib
+        import io
+        with tempfile.TemporaryDirectory() as empty, tempfile.TemporaryDirectory() as out:
+            os.environ["INGOT_BUILD_DIR"] = empty
+            err = io.StringIO()
+            try:
+                with contextlib.redirect_stderr(err):
+                    name = load_backend().build_wheel(out)
+            finally:
+                os.environ["INGOT_BUILD_DIR"] = BUILD
+            self.assertEqual(name, "ingot-0.1.0-py3-none-any.whl")
+            self.assertIn("the wheel holds the generator only", err.getvalue())
+            with zipfile.ZipFile(os.path.join(out, name)) as z:
+                names = z.namelist()
+                wheel_meta = z.read("ingot-0.1.0.dist-info/WHEEL").decode()
+        self.assertEqual(unexpected(names), [])
+        self.assertIn("ingot/share/templates/attention_decode.hip.j2", names)
+        self.assertFalse([n for n in names if n.startswith(("ingot/lib/", "ingot/bin/", "ingot/share/packs/"))])
+        self.assertIn("Root-Is-Purelib: true\nTag: py3-none-any\n", wheel_meta)
+
     def test_checker_refuses_what_the_issue_found(self):
         # negative control: the libraries setuptools used to pick up from build/lib, a test pack, a cache
         for bad in ("libingot_static.a", "libingot_gputest.a", "libingot_testutil.a", "libingot.so.0",
