@@ -19,11 +19,16 @@ _LAZY = {"decode": "ingot.torch_api", "DecodePlan": "ingot.torch_api", "default_
 __all__ = ["__version__"]  # the lazy names are reached as ingot.NAME
 
 
+_SUBMODULES = ("paths", "runtime", "torch_api")
+
+
 def __getattr__(name):
+    import importlib
+    if name in _SUBMODULES:
+        return importlib.import_module(f"ingot.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'ingot' has no attribute {name!r}")
-    import importlib
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

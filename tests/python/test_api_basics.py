@@ -37,6 +37,11 @@ class ImportTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout, "loaded: []\nFalse True\n")
 
+    def test_submodules_on_first_use(self):
+        r = run_python("import ingot\nprint(ingot.paths.installed(), ingot.runtime.IngotError is ingot.IngotError)")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "False True\n")
+
     def test_unknown_attribute(self):
         with self.assertRaises(AttributeError):
             ingot.no_such_thing  # noqa: B018
