@@ -9,7 +9,7 @@
 #   lib/cmake/ingot/                       ingotConfig.cmake, ingotConfigVersion.cmake, the
 #                                          exported targets ingot::runtime and ingot::runtime_static,
 #                                          IngotPack.cmake (ingot_add_pack) and IngotTools.cmake
-#   lib/pkgconfig/ingot.pc
+#   lib/pkgconfig/ingot.pc, ingot_static.pc  (shared; static libingot); lib/libingot.a -> libingot_static.a
 #
 # Every installed path is relative to the prefix, so `cmake --install --prefix P`
 # gives a working tree wherever P is.
@@ -51,4 +51,9 @@ install(FILES "${PROJECT_BINARY_DIR}/install/ingotConfig.cmake"
 # ---- pkg-config ------------------------------------------------------------------
 file(RELATIVE_PATH INGOT_PC_TO_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
 configure_file(cmake/ingot.pc.in "${PROJECT_BINARY_DIR}/install/ingot.pc" @ONLY)
-install(FILES "${PROJECT_BINARY_DIR}/install/ingot.pc" DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+configure_file(cmake/ingot_static.pc.in "${PROJECT_BINARY_DIR}/install/ingot_static.pc" @ONLY)
+install(FILES "${PROJECT_BINARY_DIR}/install/ingot.pc" "${PROJECT_BINARY_DIR}/install/ingot_static.pc"
+        DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+# libingot.a: the static library by its conventional name, so that a -static link of -lingot finds it.
+install(CODE "execute_process(COMMAND \"\${CMAKE_COMMAND}\" -E create_symlink libingot_static.a
+  \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/libingot.a\")")

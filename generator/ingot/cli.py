@@ -1,4 +1,4 @@
-"""The `ingot` command: generate, check, list, package."""
+"""The `ingot` command: generate, check, list, package, census, build."""
 
 import argparse
 import contextlib
@@ -7,7 +7,7 @@ import hashlib
 import os
 import sys
 
-from ingot import __version__
+from ingot import __version__, paths
 from ingot.archs import ARCHS
 from ingot.config import validate_and_expand
 from ingot.errors import ConfigError, ConfigErrors, Mark, printable
@@ -27,7 +27,20 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def default_configs():
+    if not paths.in_source_tree():
+        return []
     return sorted(glob.glob(os.path.join(REPO, "configs", "*.yaml")))
+
+
+def default_out(configs):
+    """Where generate and check write without --out: the source tree's generated/
+    when every config is one of its configs/*.yaml (the project's own drift
+    check), else the current folder. Never into the source tree by surprise."""
+    if paths.in_source_tree():
+        configs_dir = os.path.realpath(os.path.join(REPO, "configs"))
+        if configs and all(os.path.dirname(os.path.realpath(c)) == configs_dir for c in configs):
+            return os.path.join(REPO, "generated")
+    return os.getcwd()
 
 
 def display_path(path):
@@ -51,9 +64,16 @@ def configs_of(args):
         return args.configs
     found = default_configs()
     if not found:
-        raise OutputError(os.path.join(REPO, "configs"), "no config given and no *.yaml found here "
-                          "(allowed: name the pack configs, e.g. `ingot generate my_pack.yaml`)")
+        where = os.path.join(REPO, "configs") if paths.in_source_tree() else "ingot"
+        raise OutputError(where, "no config given" + (" and no *.yaml found here" if paths.in_source_tree() else "")
+                          + " (allowed: name the pack configs, e.g. `ingot generate my_pack.yaml`)")
     return found
+
+
+def _resolve_out(args, configs):
+    if args.out is None:
+        args.out = default_out(configs)
+    return args.out
 
 
 def render_all(configs):
@@ -87,8 +107,9 @@ def render_all(configs):
 def cmd_generate(args):
     from ingot.write import write_packs
 
-    rendered = render_all(configs_of(args))
-    plans = write_packs(args.out, {name: files for name, (_, files) in rendered.items()},
+    configs = configs_of(args)
+    rendered = render_all(configs)
+    plans = write_packs(_resolve_out(args, configs), {name: files for name, (_, files) in rendered.items()},
                         prune_unknown=args.prune_unknown, lock_timeout=args.lock_timeout)
     if not args.quiet:
         for plan in plans:
@@ -115,7 +136,9 @@ def _names(rels, limit=5):
 def cmd_check(args):
     from ingot.write import diff_tree, locked
 
-    rendered = render_all(configs_of(args))
+    configs = configs_of(args)
+    rendered = render_all(configs)
+    _resolve_out(args, configs)
     if os.path.lexists(args.out) and not os.path.isdir(args.out):
         raise OutputError(args.out, "not a folder (allowed: the folder generate writes)")
     drift = False
@@ -168,6 +191,14 @@ def cmd_package(args):
                         objdump=args.objdump)
 
 
+def cmd_build(args):
+    from ingot.build import build_pack
+
+    archs = [a for a in args.archs.split(",") if a] if args.archs else None
+    return build_pack(args.config, args.out, archs=archs, jobs=args.jobs, quiet=args.quiet,
+                      dispatch_library=not args.no_dispatch_library)
+
+
 def cmd_census(args):
     from ingot.package import print_census
 
@@ -178,13 +209,14 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="ingot", description="Cast GPU kernel packs from YAML pack configs.")
     p.add_argument("--version", action="version", version=f"ingot {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    out_default = os.path.join(REPO, "generated")
     for name, fn, help_ in (("generate", cmd_generate, "write generated/ from the configs"),
                             ("check", cmd_check, "regenerate in memory; exit 1 with a diff on drift"),
                             ("list", cmd_list, "print instances and the files they produce")):
         s = sub.add_parser(name, help=help_)
         s.add_argument("configs", nargs="*", help="pack configs (default: configs/*.yaml)")
-        s.add_argument("--out", default=out_default, help="output root (default: generated/)")
+        s.add_argument("--out", default=None,
+                       help="output root (default: the source tree's generated/ for its own configs/*.yaml, "
+                            "else the current folder)")
         s.add_argument("--quiet", action="store_true")
         if name == "list":
             s.add_argument("--json", action="store_true", help="machine-readable output (for the build)")
@@ -205,6 +237,17 @@ def main(argv=None):
     s.add_argument("--archs", default="", help="comma-separated archs to package (default: all of the pack's)")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(fn=cmd_package)
+    s = sub.add_parser("build", help="generate, compile and package one pack (incremental)")
+    s.add_argument("config", help="the pack config (YAML)")
+    s.add_argument("--out", required=True, help="output root: the pack is written to OUT/<pack>/, the "
+                   "intermediate files (generated sources, objects) to OUT/.ingot-build/<pack>/")
+    s.add_argument("--archs", default="", help="comma-separated archs to build (default: all of the pack's; "
+                   "sm_90 is skipped with a warning where nvcc is missing)")
+    s.add_argument("--jobs", type=int, default=0, help="parallel compiles (default: the CPU count)")
+    s.add_argument("--no-dispatch-library", action="store_true",
+                   help="do not build the pack's dispatch stub as dispatch/ingot_<pack>_dispatch.so")
+    s.add_argument("--quiet", action="store_true")
+    s.set_defaults(fn=cmd_build)
     s = sub.add_parser("census", help="print registers, spills, scratch, LDS and code size per kernel")
     s.add_argument("packs", nargs="+", help="packaged pack folders")
     s.set_defaults(fn=cmd_census)

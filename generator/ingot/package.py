@@ -51,15 +51,18 @@ def _check_signature(obj_path, symbol, got, udd, vendor):
                                f"{w['offset']} size {w['size']}")
 
 
-def package_pack(generated, objects, out, readelf, archs=None, quiet=False, objdump="llvm-objdump-22"):
+def package_pack(generated, objects, out, readelf, archs=None, quiet=False, objdump="llvm-objdump-22",
+                 dispatch_library=None):
+    """dispatch_library: the pack's dispatch stub built as a shared object (ingot build),
+    shipped as dispatch/ingot_<pack>_dispatch.so, where libingot looks for it."""
     try:
-        return _package(generated, objects, out, readelf, objdump, archs, quiet)
+        return _package(generated, objects, out, readelf, objdump, archs, quiet, dispatch_library)
     except (PackageError, CodeObjectError, OSError, KeyError, ValueError) as e:
         print(f"ingot package: error: {e}", file=sys.stderr)
         return 1
 
 
-def _package(generated, objects, out, readelf, objdump, archs, quiet):
+def _package(generated, objects, out, readelf, objdump, archs, quiet, dispatch_library=None):
     desc_dir = os.path.join(generated, "descriptors")
     kdps = glob.glob(os.path.join(desc_dir, "*.kdp.json"))
     if len(kdps) != 1:
@@ -132,6 +135,9 @@ def _package(generated, objects, out, readelf, objdump, archs, quiet):
                     # What the loader checks against the ELF header (docs/INTERNALS.md §2).
                     objs[arch.name]["code_object_version"] = first["code_object_version"]
             kd["kernel_source"] = {"kind": "code_object", "symbols": src["symbols"], "objects": objs}
+        if dispatch_library:
+            os.makedirs(os.path.join(stage, "dispatch"))
+            shutil.copyfile(dispatch_library, os.path.join(stage, "dispatch", f"{udd['dispatch_symbol']}.so"))
         # The descriptors as copied: the runtime refuses a folder whose files differ from these.
         kdp["descriptors"] = {name: _sha256_file(os.path.join(stage, name))
                               for name in sorted(os.listdir(stage)) if name.endswith(".json")}

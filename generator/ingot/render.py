@@ -3,15 +3,13 @@ Environment with StrictUndefined: a missing variable is an error, never an
 empty string. Templates only bind parameters; the algorithms live in the
 hand-written headers beside them."""
 
-import os
-
 import jinja2
 
-from ingot import ctokens, descriptors
+from ingot import ctokens, descriptors, paths
 from ingot.archs import ARCHS
 from ingot.families import attention_decode as ad
 
-TEMPLATE_DIR = os.environ.get("INGOT_TEMPLATE_DIR") or os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "templates")
+TEMPLATE_DIR = paths.template_dir()  # $INGOT_TEMPLATE_DIR, the installed templates, or the tree's
 
 # The C expression a dispatch stub writes for each kernarg (plan p, buffers b, workspace ws).
 KERNARG_EXPR = {

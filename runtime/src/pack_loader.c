@@ -56,6 +56,7 @@ typedef struct loader {
   json_t *entry_points; /* the KDP's UDD's entry_points, borrowed */
   ingot_pack *const *existing; /* the packs already open on the context */
   size_t num_existing;
+  int signature_required; /* a signing key was given: no dispatch library is loaded from the pack */
 } loader;
 
 static int fail(loader *L, ingot_status st, const char *file, const char *path, const char *fmt, ...)
@@ -580,11 +581,15 @@ static int check_udd(loader *L, const doc_entry *e, ingot_pack *pack) {
   const char *symbol, *policy;
   int64_t kernarg_size;
   if (!get_string(L, e->file, e->doc, "", "dispatch_symbol", &symbol)) return 0;
-  pack->dispatch = ingot_dispatch_find(symbol);
+  char why[512];
+  pack->dispatch = ingot_dispatch_find_in_pack(symbol, L->dir, L->signature_required, why, sizeof why);
+  if (pack->dispatch == NULL && why[0])
+    return fail(L, INGOT_INVALID_PACK, e->file, "dispatch_symbol", "\"%s\": %s", symbol, why);
   if (pack->dispatch == NULL)
     return fail(L, INGOT_INVALID_PACK, e->file, "dispatch_symbol",
-                "\"%s\" is neither compiled into libingot nor exported by the program (allowed: "
-                "ingot_attention_decode_dispatch, or a generated ingot_<pack>_dispatch linked into the program)", symbol);
+                "\"%s\" is neither compiled into libingot, nor exported by the program, nor in the pack's "
+                "dispatch/%s.so (allowed: ingot_attention_decode_dispatch, a generated ingot_<pack>_dispatch linked "
+                "into the program, or a pack built by `ingot build`)", symbol, symbol);
   json_t *eps = get_string_list(L, e->file, e->doc, "", "entry_points");
   if (eps == NULL) return 0;
   if (json_array_size(eps) < 1 || json_array_size(eps) > INGOT_MAX_ENTRY_POINTS)
@@ -1174,6 +1179,7 @@ ingot_status ingot_pack_load(const char *pack_dir, ingot_pack *const *existing, 
   }
   pack->docs = L.docs;
   L.dir = pack->dir;
+  L.signature_required = signing_key != NULL;
   int ok = load_documents(&L, signing_key);
   /* every UMD first (kernels and the KDP point at them) */
   size_t num_umd = 0;

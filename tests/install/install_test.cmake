@@ -6,7 +6,10 @@
 #   census    `PREFIX/bin/ingot census` of the provider's pack: one kernel for each of ARCHS
 #   rebuild   the build's dependencies: nothing to do when nothing changed; touching the YAML or a
 #             template re-runs only the generator; touching a header rebuilds what includes it
-#   pkgconfig a program built with `pkg-config --cflags --libs ingot` opens the installed pack
+#   pkgconfig a program built with `pkg-config --cflags --libs ingot` and the README's rpath opens the
+#             installed pack with no LD_LIBRARY_PATH; so do one built with `--libs ingot_static` (no
+#             libingot.so needed) and one with `--static --libs ingot -static` (nothing shared)
+# (The Python install is test_python_install.py, the test install_python.)
 # Every failure is a FATAL_ERROR naming what differed.
 
 cmake_minimum_required(VERSION 3.25)
@@ -57,6 +60,20 @@ if(STEP STREQUAL "install")
             share/ingot/packs/attention_decode/attention_decode.kdp.json)
     if(NOT EXISTS "${PREFIX}/${f}")
       message(FATAL_ERROR "not installed: ${PREFIX}/${f}")
+    endif()
+  endforeach()
+  foreach(f ${LIBDIR}/libingot.a ${LIBDIR}/pkgconfig/ingot_static.pc)
+    if(NOT EXISTS "${PREFIX}/${f}")
+      message(FATAL_ERROR "not installed: ${PREFIX}/${f}")
+    endif()
+  endforeach()
+  # The exported targets name no file of the build machine (libjansson is found by ingotConfig.cmake).
+  file(GLOB target_files "${PREFIX}/${LIBDIR}/cmake/ingot/ingotTargets*.cmake")
+  foreach(f IN LISTS target_files)
+    file(READ "${f}" text)
+    string(REGEX MATCH "INTERFACE_LINK_LIBRARIES \"[^\"]*/[^\"]*\"" abs "${text}")
+    if(abs)
+      message(FATAL_ERROR "${f}: an absolute path in the exported link libraries: ${abs}")
     endif()
   endforeach()
 
@@ -131,10 +148,37 @@ elseif(STEP STREQUAL "pkgconfig")
   string(STRIP "${flags}" flags)
   string(STRIP "${packs}" packs)
   separate_arguments(flags UNIX_COMMAND "${flags}")
+  run(COMMAND "${PKG_CONFIG}" --variable=libdir ingot OUT libdir)
+  string(STRIP "${libdir}" libdir)
+  file(REMOVE_RECURSE "${WORK}-pc")
   file(MAKE_DIRECTORY "${WORK}-pc")
-  run(COMMAND "${C_COMPILER}" "${CMAKE_CURRENT_LIST_DIR}/pc_consumer.c" ${flags} -o "${WORK}-pc/pc_consumer")
-  set(ENV{LD_LIBRARY_PATH} "${PREFIX}/${LIBDIR}")
+  unset(ENV{LD_LIBRARY_PATH})
+  # The README's shared route: the rpath finds libingot.so.0 at run time.
+  run(COMMAND "${C_COMPILER}" "${CMAKE_CURRENT_LIST_DIR}/pc_consumer.c" ${flags} "-Wl,-rpath,${libdir}"
+              -o "${WORK}-pc/pc_consumer")
   run(COMMAND "${WORK}-pc/pc_consumer" "${packs}/attention_decode" OUT out)
+  expect("${out}" "ingot 0\\.1\\.0: [1-9][0-9]* kernels in ")
+  # Static libingot, shared system libraries.
+  run(COMMAND "${PKG_CONFIG}" --cflags --libs ingot_static OUT sflags)
+  string(STRIP "${sflags}" sflags)
+  expect("${sflags}" "libingot_static\\.a")
+  separate_arguments(sflags UNIX_COMMAND "${sflags}")
+  run(COMMAND "${C_COMPILER}" "${CMAKE_CURRENT_LIST_DIR}/pc_consumer.c" ${sflags} -o "${WORK}-pc/pc_static")
+  run(COMMAND "${WORK}-pc/pc_static" "${packs}/attention_decode" OUT out)
+  expect("${out}" "ingot 0\\.1\\.0: [1-9][0-9]* kernels in ")
+  find_program(READELF NAMES readelf llvm-readelf-22)
+  if(READELF)
+    run(COMMAND "${READELF}" -d "${WORK}-pc/pc_static" OUT dyn)
+    expect_not("${dyn}" "libingot")
+  endif()
+  # --static: Libs.private too; with -static, libingot.a and every library linked in.
+  run(COMMAND "${PKG_CONFIG}" --static --cflags --libs ingot OUT aflags)
+  string(STRIP "${aflags}" aflags)
+  expect("${aflags}" "-lingot .*-ljansson .*-lcrypto")
+  separate_arguments(aflags UNIX_COMMAND "${aflags}")
+  run(COMMAND "${C_COMPILER}" "${CMAKE_CURRENT_LIST_DIR}/pc_consumer.c" ${aflags} -static
+              -o "${WORK}-pc/pc_full_static")
+  run(COMMAND "${WORK}-pc/pc_full_static" "${packs}/attention_decode" OUT out)
   expect("${out}" "ingot 0\\.1\\.0: [1-9][0-9]* kernels in ")
 
 else()
