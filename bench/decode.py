@@ -293,7 +293,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default="build/lib/libingot.so")
     ap.add_argument("--pack", default="build/packs/attention_decode")
-    ap.add_argument("--out", default=".")
+    ap.add_argument("--out", default="results", help="folder for the CSV, table and plot (default: results/)")
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--calls", type=int, default=20,
                     help="calls per captured graph (at least one per buffer set): a replay long enough that its start-up and the clock ramp amortize")

@@ -3,7 +3,7 @@
 # machine (bin, lib, packs): every GPU test binary, ingot-inspect run on the
 # example graphs, then (optional) a benchmark command. Logs go to $1.
 set -u
-out=${1:?usage: device_gpu_tests.sh LOGDIR [sanitize]}
+out=${1:-results}  # usage: device_gpu_tests.sh [LOGDIR (default: results)] [sanitize]
 mode=${2:-}
 export LD_LIBRARY_PATH=$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 pack=build/packs/attention_decode

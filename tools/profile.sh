@@ -2,7 +2,7 @@
 # On the GPU machine: Nsight Compute on the seed shape's split and merge kernels
 # at L = 65536 (and the SASS of the seed cubin). Output under $1.
 set -u
-out=${1:?usage: profile.sh OUTDIR [L]}
+out=${1:-results}  # usage: profile.sh [OUTDIR (default: results)] [L]
 L=${2:-65536}
 export LD_LIBRARY_PATH=$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 ncu --clock-control none --kernel-name regex:"_(split|merge)$" --launch-skip 2 --launch-count 2 \

@@ -84,7 +84,7 @@ class TargetsTest(unittest.TestCase):
         self.assertIn("B=1: within 1.3x of the plan's floor at L <= 4096", missing)
 
     def test_the_last_run_on_the_h200(self):
-        # docs/perf/decode.csv (2026-11-30, 5 rounds): 4 bandwidth targets of 6, 7 peer comparisons
+        # results/decode.csv (2026-11-30, 5 rounds): 4 bandwidth targets of 6, 7 peer comparisons
         # of 8 (B=16 is slower in every round) and neither floor ratio hold.
         rows = [row(1, 8, 2, 1024, 4.63, 0.053, 3.09, 6.35), row(1, 8, 2, 4096, 6.31, 0.156, 3.95, 8.13),
                 row(1, 8, 2, 16384, 9.35, 0.421, 4.58, 11.91), row(1, 8, 2, 65536, 20.73, 0.759, 4.58, 23.47),
@@ -103,7 +103,7 @@ class TargetsTest(unittest.TestCase):
         self.assertEqual(sum(1 for _, ok in j.values() if ok), 11)
 
 
-# bench/read_floor's bounds table as it prints it (2026-12-01 on the H200, docs/perf/read_floor).
+# bench/read_floor's bounds table as it prints it (2026-12-01 on the H200, results/read_floor).
 READ_FLOOR_H2 = """copy ceiling: 4230 GB/s (a 2 GiB device-to-device copy, bytes read + written)
 
 | L | MB (K+V) | register loads | GB/s | shape | + length load | empty grid (length 0) | bulk copies | GB/s |
@@ -129,7 +129,7 @@ class BoundsTest(unittest.TestCase):
         self.assertEqual(targets.parse_read_floor("| L | a | b | c | d | e | f | g | h |"), {})
 
     def rows(self):
-        # 2026-12-01's run (docs/perf/decode.csv): ingot, its bandwidth, floor, best peer.
+        # 2026-12-01's run (results/decode.csv): ingot, its bandwidth, floor, best peer.
         rows = [row(1, 8, 2, 1024, 4.73, 0.052, 3.14, 6.93), row(1, 8, 2, 4096, 5.76, 0.172, 3.73, 8.20),
                 row(1, 8, 2, 16384, 9.12, 0.434, 3.89, 11.90), row(1, 8, 2, 65536, 20.50, 0.772, 4.23, 23.24),
                 row(16, 32, 8, 8192, 121.95, 1.038, 2.46, 121.61), row(2, 8, 2, 512, 3.0, 0.01, 2.9, 5.0)]
