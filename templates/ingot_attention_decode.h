@@ -193,10 +193,26 @@ INGOT_DEVICE Lengths segment(const int *seq_lens, int b, int capacity, int split
   return s;
 }
 
-// Last key (exclusive) that row `row` of group x sq may see; 0 for a padding row.
-INGOT_DEVICE int row_limit(int row, int group, int valid, int sq, int flags) {
-  const int i = row / group;  // query token of this row
-  if (i >= sq) return 0;      // padding row (past group x sq)
+// A row's query head within its group (g) and query token (i): row = i x group + g.
+// The group is a runtime value: a kernel divides by it once per row block and
+// steps from there (advance), not once per row or output element.
+struct RowPos {
+  int g, i;
+};
+INGOT_DEVICE RowPos row_pos(int row, int group) { return RowPos{row % group, row / group}; }
+// The row `by` rows further on (by small: at most a few steps of group).
+INGOT_DEVICE void advance(RowPos &p, int by, int group) {
+  p.g += by;
+  while (p.g >= group) {
+    p.g -= group;
+    ++p.i;
+  }
+}
+
+// Last key (exclusive) that the row at p may see; 0 for a padding row (query token past sq).
+INGOT_DEVICE int row_limit(RowPos p, int valid, int sq, int flags) {
+  const int i = p.i;     // query token of this row
+  if (i >= sq) return 0;  // padding row (past group x sq)
   if (!(flags & kFlagCausal)) return valid;
   if (flags & kFlagTopLeft) return i + 1 < valid ? i + 1 : valid;
   return valid - sq + 1 + i;
@@ -209,9 +225,25 @@ INGOT_DEVICE int row_blocks(int group, int sq) {
 }
 
 template <class T>
-INGOT_DEVICE void store_row(void *o, float *lse, int b, int hkv, int row, int d, float out,
-                            float lse2, int sq, int num_kv_heads, int group, long long o_stride_b,
-                            long long o_stride_h, long long o_stride_s, int flags);
+INGOT_DEVICE void store_row(void *o, float *lse, int b, int hkv, RowPos p, int d, float out, float lse2, int sq,
+                            int num_kv_heads, int group, long long o_stride_b, long long o_stride_h,
+                            long long o_stride_s, int flags);
+
+// A split workgroup's place in grid x = (split * Hkv + hkv) * row blocks + row block (one
+// row block, the common case, takes no division by it).
+struct SplitBlock {
+  int row0, hkv, split;
+};
+template <class T>
+INGOT_DEVICE SplitBlock split_block(int group, int sq, int num_kv_heads) {
+  const int nrb = row_blocks<T>(group, sq);
+  int x = block_x(), row0 = 0;
+  if (nrb > 1) {
+    row0 = (x % nrb) * T::kRows;
+    x /= nrb;
+  }
+  return SplitBlock{row0, x % num_kv_heads, x / num_kv_heads};
+}
 
 // Pages of a wave's chunks (paged KV). The wave's chunk j holds tokens
 // seg.begin + j * TILE + wave * CHUNK onwards, CHUNK of them, CHUNK-aligned
@@ -401,8 +433,11 @@ INGOT_DEVICE void finish_split(SplitShared<T> &sh, int tid, int b, int hkv, int 
   const int rows_total = group * sq;
   float *ws_lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, num_splits, rows_total);
   float *ws_o = ws_lse + lse_floats<T>(rows_total, num_splits);
-  for (int idx = tid; idx < R * D; idx += T::kThreads) {
-    const int r = idx / D, d = idx % D, row = row0 + r;
+  RowPos pos = row_pos(row0 + tid / D, group);  // of row r below, stepped as r grows
+  for (int idx = tid, r = tid / D; idx < R * D; idx += T::kThreads) {
+    const int d = idx % D, row = row0 + idx / D;
+    advance(pos, idx / D - r, group);
+    r = idx / D;
     if (row >= rows_total) break;  // idx grows with r: the rest are padding too
     float m = kNegInf;
 #pragma unroll
@@ -418,7 +453,7 @@ INGOT_DEVICE void finish_split(SplitShared<T> &sh, int tid, int b, int hkv, int 
     const float out = den > 0.f ? num * fast_rcp(den) : 0.f;
     const float lse2 = den > 0.f ? m + fast_log2(den) : kNegInf;
     if (num_splits == 1) {
-      store_row<T>(o, lse, b, hkv, row, d, out, lse2, sq, num_kv_heads, group, o_stride_b, o_stride_h,
+      store_row<T>(o, lse, b, hkv, pos, d, out, lse2, sq, num_kv_heads, group, o_stride_b, o_stride_h,
                    o_stride_s, flags);
     } else {
       const long long rs = (long long)row * num_splits + split;
@@ -443,10 +478,8 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
   // segment are neighbours, so the interleaved heads of each token row are read
   // at about the same time (DRAM row locality), and the row blocks of one head
   // (group x sq above ROWS) read the same K and V together (L2).
-  const int nrb = row_blocks<T>(group, sq);
-  const int row0 = (block_x() % nrb) * R;
-  const int hkv = (block_x() / nrb) % num_kv_heads;
-  const int split = block_x() / nrb / num_kv_heads;
+  const SplitBlock blk = split_block<T>(group, sq, num_kv_heads);
+  const int row0 = blk.row0, hkv = blk.hkv, split = blk.split;
   const int b = block_z();
 
   // Launched programmatically, this grid may start before the previous one in
@@ -458,14 +491,18 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
   // Every row's load and the length's are issued before any is used, so they
   // share one round trip (a padding row or an idle lane loads nothing: zeros).
   u32x4 qw[R];
+  RowPos rows[R];
+  {
+    RowPos p = row_pos(row0, group);
 #pragma unroll
-  for (int r = 0; r < R; ++r) {
-    const int row = row0 + r;
-    const int g = row % group, i = row / group;
-    const char *qp = static_cast<const char *>(q) +
-                     2 * (b * q_stride_b + ((long long)hkv * group + g) * q_stride_h + (long long)i * q_stride_s +
-                          li * 8);
-    qw[r] = load16_dep_if(qp, i < sq && data_lane);
+    for (int r = 0; r < R; ++r) {
+      rows[r] = p;
+      const char *qp = static_cast<const char *>(q) +
+                       2 * (b * q_stride_b + ((long long)hkv * group + p.g) * q_stride_h +
+                            (long long)p.i * q_stride_s + li * 8);
+      qw[r] = load16_dep_if(qp, p.i < sq && data_lane);
+      advance(p, 1, group);
+    }
   }
   const Lengths seg = segment<T>(seq_lens, b, capacity, split, num_splits);
   float qf[R][8];
@@ -478,7 +515,7 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
   }
   int limit[R];  // keys (exclusive) each row sees
 #pragma unroll
-  for (int r = 0; r < R; ++r) limit[r] = row_limit(row0 + r, group, seg.valid, sq, flags);
+  for (int r = 0; r < R; ++r) limit[r] = row_limit(rows[r], seg.valid, sq, flags);
 
   float run_max[R], run_sum[R], acc[R][8];
 #pragma unroll
@@ -709,10 +746,8 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   const int tid = thread_id();
   const int wave = tid / kWaveSize, lane = tid % kWaveSize;
   const int g = lane >> 2, qd = lane & 3;
-  const int nrb = row_blocks<T>(group, sq);  // grid x as in the SIMT path
-  const int row0 = (block_x() % nrb) * R;
-  const int hkv = (block_x() / nrb) % num_kv_heads;
-  const int split = block_x() / nrb / num_kv_heads;
+  const SplitBlock blk = split_block<T>(group, sq, num_kv_heads);  // grid x as in the SIMT path
+  const int row0 = blk.row0, hkv = blk.hkv, split = blk.split;
   const int b = block_z();
   unsigned long long tns[6] = {}, tclk[6] = {};  // knob `trace`: the phases' stamps
   if constexpr (T::kTrace) stamp_after(0, tns[0], tclk[0]);
@@ -724,7 +759,8 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   // A operand of QK: row g's chunks qd + 4j, as loaded (16-bit pairs); issued
   // before the length's load so that the two round trips overlap.
   const int row = row0 + g;
-  const int gq = row % group, iq = row / group;
+  const RowPos rp = row_pos(row, group);
+  const int gq = rp.g, iq = rp.i;
   const bool row_ok = g < R && iq < sq;
   u32 qa[NKS][4];
 #pragma unroll
@@ -745,7 +781,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
     tns[3] = tns[2], tclk[3] = tclk[2];  // no chunk: the first chunk's stamp is the length's
   }
   const float qscale = scale * kLog2e;
-  const int limit = row_ok ? row_limit(row, group, seg.valid, sq, flags) : 0;
+  const int limit = row_ok ? row_limit(rp, seg.valid, sq, flags) : 0;
 
   float run_max = kNegInf, run_sum = 0.f;
   float acc[NDT][2];
@@ -993,10 +1029,10 @@ INGOT_DEVICE void decode_split(INGOT_AD_PARAMS) {
 
 // Writes one output element (and, from d == 0, the row's LSE in natural log).
 template <class T>
-INGOT_DEVICE void store_row(void *o, float *lse, int b, int hkv, int row, int d, float out,
-                            float lse2, int sq, int num_kv_heads, int group, long long o_stride_b,
-                            long long o_stride_h, long long o_stride_s, int flags) {
-  const int g = row % group, i = row / group;
+INGOT_DEVICE void store_row(void *o, float *lse, int b, int hkv, RowPos p, int d, float out, float lse2, int sq,
+                            int num_kv_heads, int group, long long o_stride_b, long long o_stride_h,
+                            long long o_stride_s, int flags) {
+  const int g = p.g, i = p.i;
   if (i >= sq) return;
   const long long h = (long long)hkv * group + g;
   u16 *op = static_cast<u16 *>(o);
@@ -1060,9 +1096,10 @@ INGOT_DEVICE void merge_compact(INGOT_AD_PARAMS) {
   }
   const float inv = den > 0.f ? fast_rcp(den) : 0.f;
   const float lse2 = den > 0.f ? m + fast_log2(den) : kNegInf;
+  const RowPos pos = row_pos(row, group);
 #pragma unroll
   for (int e = 0; e < 4; ++e)
-    store_row<T>(o, lse, b, hkv, row, c0 + e, acc[e] * inv, lse2, sq, num_kv_heads, group, o_stride_b,
+    store_row<T>(o, lse, b, hkv, pos, c0 + e, acc[e] * inv, lse2, sq, num_kv_heads, group, o_stride_b,
                  o_stride_h, o_stride_s, flags);
 }
 
@@ -1167,7 +1204,7 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
     float out = 0.f;
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) out += sh.part[g][tid];
-    store_row<T>(o, lse, b, hkv, row, c0 + tid, out, sh.lse2, sq, num_kv_heads, group, o_stride_b,
+    store_row<T>(o, lse, b, hkv, row_pos(row, group), c0 + tid, out, sh.lse2, sq, num_kv_heads, group, o_stride_b,
                  o_stride_h, o_stride_s, flags);
   }
   trace_end();

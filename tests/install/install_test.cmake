@@ -95,7 +95,7 @@ elseif(STEP STREQUAL "run")
     expect("${out}" "Hq=16 Hkv=8 Sq=1 D=128 capacity=4096: kernel ${kernel}, [0-9]+ splits, [12] launches")
     expect("${out}" "Hq=24 Hkv=8 Sq=1 D=128 capacity=4096: declined")
     expect("${out}" "no kernel has group 3 \\(kernels exist for 2\\)\n")
-    expect("${out}" "group = 3, allowed range [2, 2]")
+    expect("${out}" "group = 3, allowed range \\[2, 2\\]")
     expect("${out}" "gpu: (skipped|[a-z0-9_]+, kernel ${kernel})")
   endforeach()
 
