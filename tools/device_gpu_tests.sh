@@ -20,6 +20,15 @@ for t in tokens poison_tail capacity splits variants graph streams handoff model
   [ $rc -ne 0 ] && fails=$((fails + 1))
   echo "test_gpu_$t rc=$rc $((SECONDS - start))s :: $(tail -n 2 $out/gpu_$t.log | tr '\n' ' ' | cut -c1-300)"
 done
+# The AMD kernels' wave64 code on an emulated 64-lane wave (issue 26): its own pack.
+if [ -x build/bin/test_gpu_wave64 ]; then
+  start=$SECONDS
+  timeout 600 build/bin/test_gpu_wave64 build/packs/attention_decode_w64 $pack \
+    build/bin/test_gpu_wave64_selftest.cubin > $out/gpu_wave64.log 2>&1
+  rc=$?
+  [ $rc -ne 0 ] && fails=$((fails + 1))
+  echo "test_gpu_wave64 rc=$rc $((SECONDS - start))s :: $(tail -n 2 $out/gpu_wave64.log | tr '\n' ' ' | cut -c1-300)"
+fi
 for g in examples/graphs/*.json; do
   # A graph that no kernel admits (a decline example) must decline in `run` too.
   want=0

@@ -71,6 +71,11 @@ uint64_t dh_seed(const char *test_name) {
 }
 
 ingot_context *dh_open(int argc, char **argv, const char *test_name, const char **pack_dir) {
+  return dh_open_arch(argc, argv, test_name, NULL, pack_dir);
+}
+
+ingot_context *dh_open_arch(int argc, char **argv, const char *test_name, const char *arch,
+                            const char **pack_dir) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   *pack_dir = argc > 1 ? argv[1] : INGOT_DEFAULT_PACK_DIR;
   ingot_context *ctx = NULL;
@@ -83,6 +88,11 @@ ingot_context *dh_open(int argc, char **argv, const char *test_name, const char 
   if (st != INGOT_OK || ctx == NULL) {
     fprintf(stderr, "%s: FAIL: ingot_context_create(CUDA, 0): %s: %s\n", test_name,
             ingot_status_string(st), err);
+    exit(1);
+  }
+  if (arch != NULL && (st = ingot_context_set_arch(ctx, arch)) != INGOT_OK) {
+    fprintf(stderr, "%s: FAIL: ingot_context_set_arch(%s): %s: %s\n", test_name, arch, ingot_status_string(st),
+            ingot_context_last_error(ctx));
     exit(1);
   }
   int rc = gpu_mem_init();
@@ -109,8 +119,12 @@ void dh_close(ingot_context *ctx) {
 }
 
 void dh_session_open(dh_session *s, int argc, char **argv, const char *test_name) {
+  dh_session_open_arch(s, argc, argv, test_name, NULL);
+}
+
+void dh_session_open_arch(dh_session *s, int argc, char **argv, const char *test_name, const char *arch) {
   memset(s, 0, sizeof *s);
-  s->ctx = dh_open(argc, argv, test_name, &s->pack_dir);
+  s->ctx = dh_open_arch(argc, argv, test_name, arch, &s->pack_dir);
   s->seed = dh_seed(test_name);
   s->num_kernels = dh_pack_kernels(s->pack_dir, ingot_context_arch(s->ctx), &s->kernels);
   if (s->num_kernels <= 0 || gpu_stream_create(&s->stream) != 0) {
