@@ -23,7 +23,7 @@ done
 # The AMD kernels' wave64 code on an emulated 64-lane wave (issue 26): its own pack.
 if [ -x build/bin/test_gpu_wave64 ]; then
   start=$SECONDS
-  timeout 600 build/bin/test_gpu_wave64 build/packs/attention_decode_w64 $pack \
+  timeout 300 build/bin/test_gpu_wave64 build/packs/attention_decode_w64 $pack \
     build/bin/test_gpu_wave64_selftest.cubin > $out/gpu_wave64.log 2>&1
   rc=$?
   [ $rc -ne 0 ] && fails=$((fails + 1))

@@ -254,8 +254,7 @@ static int valid_shape(const dh_shape *s, char *why, size_t why_size) {
   return 1;
 }
 
-/* The first half of dh_case_create: the sizes, the graph and its plan, no buffers. */
-static int case_plan(dh_case *c, ingot_context *ctx, const dh_shape *s, uint64_t seed, dh_tail tail,
+int dh_case_plan(dh_case *c, ingot_context *ctx, const dh_shape *s, uint64_t seed, dh_tail tail,
                      char *why, size_t why_size) {
   memset(c, 0, sizeof *c);
   why[0] = '\0';
@@ -313,7 +312,7 @@ static int case_plan(dh_case *c, ingot_context *ctx, const dh_shape *s, uint64_t
 
 int dh_case_create(dh_case *c, ingot_context *ctx, const dh_shape *s, uint64_t seed, dh_tail tail,
                    char *why, size_t why_size) {
-  const int planned = case_plan(c, ctx, s, seed, tail, why, why_size);
+  const int planned = dh_case_plan(c, ctx, s, seed, tail, why, why_size);
   if (planned != 0) return planned;
   const int B = s->batch, ps = s->page_size;
 
@@ -732,7 +731,7 @@ int dh_case_for_kernel(dh_case *c, ingot_context *ctx, const dh_kernel *k, ingot
       s.seq_q = sq;
       s.batch = batches[j];
       if (j > 0 && (int64_t)s.batch * s.capacity > 2 * 65536) continue; /* within batch 2 x 64K of reference work */
-      rc = case_plan(c, ctx, &s, seed, tail, why, why_size);
+      rc = dh_case_plan(c, ctx, &s, seed, tail, why, why_size);
       if (rc == (int)INGOT_NO_MATCH) continue;
       if (rc != 0) { /* a planning failure is reported, not passed over for the next graph */
         failed = 1;

@@ -123,6 +123,10 @@ const dh_kernel *dh_session_kernel(const dh_session *s, int paged, int min_sq, i
  * decline report is in why); -1 on any other failure (message in why). */
 int dh_case_create(dh_case *c, ingot_context *ctx, const dh_shape *s, uint64_t seed, dh_tail tail,
                    char *why, size_t why_size);
+/* The first half of dh_case_create: the sizes, the graph and its plan, no buffers
+ * (works on a host context). Returns as dh_case_create; dh_case_destroy frees it. */
+int dh_case_plan(dh_case *c, ingot_context *ctx, const dh_shape *s, uint64_t seed, dh_tail tail, char *why,
+                 size_t why_size);
 void dh_case_destroy(dh_case *c);
 /* Sets every sequence's valid length (raw values go to the device; K/V data is
  * written for the positions that become valid, poison over those that stop

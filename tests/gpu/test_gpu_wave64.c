@@ -9,7 +9,9 @@
  * per load at 64 lanes, the page-table lookahead of 64 entries, reductions over
  * 64 lanes, the merge's wave-0 reduction) runs against the CPU reference.
  *
- * 1. (host) The pack's kernels are the shipped pack's gfx942 kernels, name for name.
+ * 1. (host) The pack's kernels are the shipped pack's gfx942 kernels, name for name;
+ *    a host context for sm_90_w64 opens the pack and plans each kernel for a graph
+ *    of its shape (one for sm_90 declines them all).
  * 2. (GPU) A self-test of the emulated primitives (wave64_selftest.cu) against
  *    what AMD's ds_bpermute and the kernels' reductions give, bit for bit.
  * 3. (GPU) Every kernel of the pack, each through graphs of its own shape:
@@ -88,6 +90,80 @@ static int check_instance_list(const char *w64_dir, const char *shipped_dir) {
   printf("%s: instance list: %d %s kernels of the shipped pack, %d %s kernels, %d missing\n", TEST_NAME, shipped,
          EMULATED, emulated, ARCH, failures);
   free(gfx), free(w64);
+  return failures;
+}
+
+/* ---- 1b. the runtime opens and plans the pack on the host ------------------------------- */
+
+/* A host context for sm_90_w64 opens the pack (every code object verified as the
+ * device context would) and plans a graph of every kernel's own shape to that
+ * kernel, with wave size 64 (the dispatch stub refuses a kernel of more threads
+ * than a workgroup holds, and sizes the grid by the wave); a host context for
+ * sm_90 must decline every such graph (its kernels are not sm_90's), and a host
+ * context takes no ingot_context_set_arch. */
+static int check_host_plans(const char *w64_dir) {
+  int failures = 0, planned = 0, kernels = 0;
+  ingot_context *ctx = NULL, *plain = NULL;
+  dh_kernel *ks = NULL;
+  if (ingot_context_create_host(ARCH, &ctx) != INGOT_OK || ingot_context_create_host("sm_90", &plain) != INGOT_OK) {
+    fprintf(stderr, "FAIL: host contexts for %s and sm_90\n", ARCH);
+    failures = 1;
+    goto done;
+  }
+  if (ingot_context_set_arch(ctx, ARCH) != INGOT_INVALID_ARGUMENT ||
+      strstr(ingot_context_last_error(ctx), "host context") == NULL) {
+    fprintf(stderr, "FAIL: ingot_context_set_arch on a host context: not refused by name (%s)\n",
+            ingot_context_last_error(ctx));
+    ++failures;
+  }
+  if (ingot_context_open_pack(ctx, w64_dir) != INGOT_OK || ingot_context_open_pack(plain, w64_dir) != INGOT_OK) {
+    fprintf(stderr, "FAIL: host contexts open %s: %s %s\n", w64_dir, ingot_context_last_error(ctx),
+            ingot_context_last_error(plain));
+    failures = 1;
+    goto done;
+  }
+  const int n = dh_pack_kernels(w64_dir, ARCH, &ks);
+  for (int i = 0; i < n; ++i) {
+    const dh_kernel *k = &ks[i];
+    if (!k->has_arch) continue;
+    ++kernels;
+    static const int caps[] = {256, 4096, 65536}, batches[] = {2, 4, 12, 16};
+    int got = 0;
+    for (int a = 0; a < 3 && !got; ++a) {
+      for (int b = 0; b < 4 && !got; ++b) {
+        const int page = k->paged ? k->page_size : 1;
+        dh_shape sh = dh_shape_for_kernel(k, caps[a] / page * page, INGOT_MASK_CAUSAL);
+        sh.batch = batches[b];
+        dh_case c;
+        char why[4096];
+        if (dh_case_plan(&c, ctx, &sh, 1, DH_TAIL_RANDOM, why, sizeof why) == 0) {
+          got = strcmp(ingot_plan_kernel_name(c.plan), k->name) == 0 && ingot_plan_num_splits(c.plan) >= 1;
+          dh_case_destroy(&c);
+        }
+        if (a == 0 && b == 0) {
+          const int rc = dh_case_plan(&c, plain, &sh, 1, DH_TAIL_RANDOM, why, sizeof why);
+          if (rc != (int)INGOT_NO_MATCH || strstr(why, "arch") == NULL) {
+            fprintf(stderr, "FAIL: a host context for sm_90 planned (or failed otherwise on) a graph of %s: %s\n",
+                    k->name, rc == 0 ? ingot_plan_kernel_name(c.plan) : why);
+            ++failures;
+          }
+          if (rc == 0) dh_case_destroy(&c);
+        }
+      }
+    }
+    if (!got) {
+      fprintf(stderr, "FAIL: no graph of kernel %s's shape plans to it on a host context for %s\n", k->name, ARCH);
+      ++failures;
+    }
+    planned += got;
+  }
+  printf("%s: host plans for %s: %d of %d kernels planned by a graph of their own shape\n", TEST_NAME, ARCH,
+         planned, kernels);
+  if (kernels == 0) ++failures;
+done:
+  free(ks);
+  ingot_context_destroy(ctx);
+  ingot_context_destroy(plain);
   return failures;
 }
 
@@ -412,6 +488,10 @@ int main(int argc, char **argv) {
   int other = check_instance_list(w64_dir, shipped_dir);
   if (other != 0) {
     printf("%s: FAIL: the wave64 pack is not the shipped pack's %s kernels\n", TEST_NAME, EMULATED);
+    return 1;
+  }
+  if (check_host_plans(w64_dir) != 0) {
+    printf("%s: FAIL: the runtime does not open or plan the wave64 pack on the host\n", TEST_NAME);
     return 1;
   }
   char *args[2] = {argv[0], (char *)w64_dir};
