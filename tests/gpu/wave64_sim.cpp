@@ -12,7 +12,8 @@
 // capacity, past the capacity and negative, poisoned tails (NaN, Inf, garbage
 // K/V; garbage page-table entries past each length); 1, 3 and 20 segments (the
 // compact and the wide merge; each length set once per mask) and a long cache in 20
-// segments, the launches as the plan would make them.
+// segments, the launches as the plan would make them. Kernels run on several
+// host threads at once (INGOT_WAVE64_SIM_JOBS, default 4).
 // Outputs and the workspace are poisoned first. Usage: wave64_sim [name-substring]
 #include "wave64_sim_arch.h"
 #include "ingot_attention_decode.h"
@@ -24,6 +25,9 @@
 #include <functional>
 #include <csetjmp>
 #include <ucontext.h>
+#include <atomic>
+#include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -61,7 +65,7 @@ class Pool {
     int waiting = -1;  // barrier id, -1 when runnable
     bool done = false, started = false;
   };
-  static Pool *self_;
+  static thread_local Pool *self_;
   static void wait_at(int id) { self_->wait(id); }
   static void entry() {
     Pool *p = self_;
@@ -143,9 +147,9 @@ class Pool {
   int expected_[1 + ingot::kEmulatedWaves], arrived_[1 + ingot::kEmulatedWaves];
   const std::function<void()> *body_ = nullptr;
 };
-Pool *Pool::self_ = nullptr;
+thread_local Pool *Pool::self_ = nullptr;
 
-uint64_t g_rng = 0x9E3779B97F4A7C15ull;
+thread_local uint64_t g_rng = 0x9E3779B97F4A7C15ull;
 uint64_t rnd() {
   g_rng ^= g_rng >> 12, g_rng ^= g_rng << 25, g_rng ^= g_rng >> 27;
   return g_rng * 0x2545F4914F6CDD1Dull;
@@ -312,20 +316,39 @@ int main(int argc, char **argv) {
   const char *seed_env = std::getenv("INGOT_TEST_SEED");
   const uint64_t seed = seed_env && *seed_env ? std::strtoull(seed_env, nullptr, 0)
                                               : (uint64_t)std::chrono::steady_clock::now().time_since_epoch().count();
-  g_rng = seed | 1;
   std::printf("wave64_sim: seed %" PRIu64 " (set INGOT_TEST_SEED=%" PRIu64 " to repeat)\n", seed, seed);
-  Stats st;
-  int failures = 0, kernels = 0;
-  for (const Instance &in : kInstances) {
-    if (std::strstr(in.name, only) == nullptr) continue;
-    ++kernels;
-    const size_t before = st.failed;
-    const int f = in.run(in.name, st);
-    failures += f;
-    std::printf("  %s: %s (%zu values out of tolerance)\n", in.name, f ? "FAIL" : "ok", st.failed - before);
-  }
-  const bool failed = failures > 0 || st.failed > 0 || st.compared == 0 || kernels == 0;
+  // Kernels run on INGOT_WAVE64_SIM_JOBS host threads (default 4), each kernel on one, seeded by its index.
+  const char *jobs_env = std::getenv("INGOT_WAVE64_SIM_JOBS");
+  const int jobs = jobs_env && std::atoi(jobs_env) > 0 ? std::atoi(jobs_env) : 4;
+  const int count = (int)(sizeof kInstances / sizeof kInstances[0]);
+  std::vector<int> picked;
+  for (int i = 0; i < count; ++i)
+    if (std::strstr(kInstances[i].name, only) != nullptr) picked.push_back(i);
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  Stats total;
+  int failures = 0;
+  std::vector<std::thread> threads;
+  for (int j = 0; j < jobs; ++j)
+    threads.emplace_back([&] {
+      for (size_t n; (n = next.fetch_add(1)) < picked.size();) {
+        const Instance &in = kInstances[picked[n]];
+        g_rng = (seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(picked[n] + 1))) | 1;
+        Stats st;
+        const int f = in.run(in.name, st);
+        std::lock_guard<std::mutex> lock(mu);
+        failures += f;
+        total.compared += st.compared, total.failed += st.failed, total.runs += st.runs;
+        if (st.max_err > total.max_err) total.max_err = st.max_err;
+        std::printf("  %s: %s (%zu runs, %zu values out of tolerance, max error %.3g)\n", in.name, f ? "FAIL" : "ok",
+                    st.runs, st.failed, st.max_err);
+      }
+    });
+  for (auto &t : threads) t.join();
+  const int kernels = (int)picked.size();
+  const bool failed = failures > 0 || total.failed > 0 || total.compared == 0 || kernels == 0;
   std::printf("wave64_sim: %s: %d kernels on a 64-lane CPU wave, %zu runs, %zu values compared, %zu mismatches, "
-              "max error %.6g\n", failed ? "FAIL" : "PASS", kernels, st.runs, st.compared, st.failed, st.max_err);
+              "max error %.6g\n", failed ? "FAIL" : "PASS", kernels, total.runs, total.compared, total.failed,
+              total.max_err);
   return failed ? 1 : 0;
 }

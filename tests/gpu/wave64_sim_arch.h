@@ -40,8 +40,10 @@ struct SimBlock {
   void (*wait)(int id);
   u32 slots[kEmulatedWaves][64];
 };
-inline SimBlock *g_sim_block = nullptr;
-inline int t_sim_tid = 0;  // the fiber running now
+// Per host thread: the simulator runs different kernels on several threads at
+// once (each kernel's LDS, its static arrays, belongs to one of them).
+inline thread_local SimBlock *g_sim_block = nullptr;
+inline thread_local int t_sim_tid = 0;  // the fiber running now
 
 INGOT_DEVICE int thread_id() { return t_sim_tid; }
 INGOT_DEVICE int block_x() { return g_sim_block->block[0]; }
