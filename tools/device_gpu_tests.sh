@@ -50,4 +50,17 @@ if [ "$mode" = sanitize ]; then
     done
   done
 fi
+if [ "$mode" = sanitize ] && [ -x build/bin/test_gpu_wave64 ]; then
+  # The emulated wave's exchange slots and named barriers: shared-memory races and barrier misuse,
+  # on the self-test and one paged kernel of the wave64 pack.
+  for tool in racecheck synccheck; do
+    start=$SECONDS
+    INGOT_WAVE64_ONLY=bf16_d128_g4_sq1_paged timeout ${SAN_TIMEOUT:-400} compute-sanitizer --tool $tool \
+      --error-exitcode 86 --print-limit 20 build/bin/test_gpu_wave64 build/packs/attention_decode_w64 $pack \
+      build/bin/test_gpu_wave64_selftest.cubin > $out/${tool}_wave64.log 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && fails=$((fails + 1))
+    echo "$tool test_gpu_wave64 rc=$rc $((SECONDS - start))s :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $out/${tool}_wave64.log | tail -n 1)"
+  done
+fi
 echo "device_gpu_tests: $fails failed"
