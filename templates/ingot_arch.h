@@ -8,12 +8,22 @@
 #ifndef INGOT_ARCH_H
 #define INGOT_ARCH_H
 
+// INGOT_EMULATE_WAVE64=1 (NVIDIA only; the test arch sm_90_w64): a 64-lane
+// logical wave of two warps, to run the AMD kernels' wave64 code on the H200.
+#ifndef INGOT_EMULATE_WAVE64
+#define INGOT_EMULATE_WAVE64 0
+#endif
+
 #if defined(__AMDGCN__)
 #define INGOT_ARCH_AMD 1
 #elif defined(__CUDACC__)
 #define INGOT_ARCH_NVIDIA 1
 #else
 #error "ingot kernels compile for AMDGPU (clang -x hip) or NVIDIA (nvcc) only"
+#endif
+
+#if INGOT_ARCH_AMD && INGOT_EMULATE_WAVE64
+#error "INGOT_EMULATE_WAVE64 emulates AMD's wave on NVIDIA; AMDGPU has the real one"
 #endif
 
 #if INGOT_ARCH_AMD
@@ -105,19 +115,69 @@ INGOT_DEVICE u16 float_to_half(float f) { return __builtin_bit_cast(u16, (_Float
 INGOT_DEVICE float bits_to_float(u32 u) { return __builtin_bit_cast(float, u); }
 INGOT_DEVICE u32 float_to_bits(float f) { return __builtin_bit_cast(u32, f); }
 #else
-constexpr int kWaveSize = 32;
 typedef uint4 u32x4;
 INGOT_DEVICE int thread_id() { return threadIdx.x; }
 INGOT_DEVICE int block_x() { return blockIdx.x; }
 INGOT_DEVICE int block_y() { return blockIdx.y; }
 INGOT_DEVICE int block_z() { return blockIdx.z; }
+INGOT_DEVICE void sync_block() { __syncthreads(); }
+#if !INGOT_EMULATE_WAVE64
+constexpr int kWaveSize = 32;
 INGOT_DEVICE float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 // Lane src's v (src the same in every lane).
 INGOT_DEVICE int shfl_idx(int v, int src) { return __shfl_sync(0xffffffffu, v, src); }
-INGOT_DEVICE void sync_block() { __syncthreads(); }
 INGOT_DEVICE void sync_wave() { __syncwarp(); }
 // Predicated loads (one instruction, no branch; the scoreboard waits per register).
 constexpr bool kClampedLoads = false;
+#else
+// ---- wave64 emulation (arch sm_90_w64; tests only) ----------------------------
+// The AMD kernels' 64-lane wave on an NVIDIA GPU: threads 64w .. 64w + 63 of a
+// workgroup (warps 2w and 2w + 1) act as wave w, so the kernels' wave64 index
+// math (lane = tid % 64, lanes per token, the page-table lookahead of kWaveSize
+// entries, reductions over 64 lanes) runs on the H200 exactly as on gfx942.
+// The cross-lane primitives keep AMD's semantics:
+// - shfl_xor and shfl_idx are ds_bpermute_b32: each lane reads the value of
+//   lane (its own index) & 63, whatever the other lanes ask for. Here through
+//   the wave's exchange slot in shared memory: every lane writes its value, a
+//   64-thread named barrier, every lane reads its source, the barrier again (so
+//   that the next exchange overwrites nothing still to be read).
+// - sync_wave is that barrier (bar.sync 1 + w, 64): it orders the wave's
+//   shared-memory writes before its reads, as the fences around AMD's
+//   wave_barrier do. Barrier 0 stays __syncthreads (sync_block).
+// A named barrier waits for all 64 threads, so every call must come from the
+// whole wave. In ingot_attention_decode.h every one does: the conditions around
+// them (the loop over the segment's tiles, the page lookahead's block switch,
+// the merge's tid < kWaveSize) are the same for the 64 lanes of a wave. The
+// workgroup must be whole waves, at most kEmulatedWaves of them (barrier ids
+// 1..15); a launch that is not traps instead of hanging. Correct, not fast:
+// each exchange costs two barriers.
+constexpr int kWaveSize = 64;
+constexpr int kEmulatedWaves = 15;
+INGOT_DEVICE int emulated_wave() { return (int)(threadIdx.x / 64); }
+INGOT_DEVICE void sync_wave() {
+  if (blockDim.x % 64 != 0 || blockDim.x > 64 * kEmulatedWaves || blockDim.y != 1 || blockDim.z != 1) __trap();
+  asm volatile("bar.sync %0, 64;" ::"r"(1 + emulated_wave()) : "memory");
+}
+// The value lane src & 63 of this wave passes (ds_bpermute_b32).
+INGOT_DEVICE u32 wave_exchange(u32 v, int src) {
+  // kEmulatedWaves x 64 words: EMULATED_WAVE64_LDS in generator/ingot/archs.py.
+  __shared__ u32 ingot_wave_slots[kEmulatedWaves][64];
+  u32 *slot = ingot_wave_slots[emulated_wave()];
+  slot[threadIdx.x % 64] = v;
+  sync_wave();
+  const u32 r = slot[src & 63];
+  sync_wave();
+  return r;
+}
+INGOT_DEVICE float shfl_xor(float v, int mask) {
+  return __uint_as_float(wave_exchange(__float_as_uint(v), (int)(threadIdx.x % 64) ^ mask));
+}
+// Lane src's v (as on AMD, src may differ from lane to lane).
+INGOT_DEVICE int shfl_idx(int v, int src) { return (int)wave_exchange((u32)v, src); }
+// The AMD archs' clamped loads (templates/ingot_attention_decode.h, load_chunk), so
+// that the load path that ships for gfx942 and gfx950 is the one that runs here.
+constexpr bool kClampedLoads = true;
+#endif
 // Streaming read: the KV cache is read once, so keep it out of L1.
 INGOT_DEVICE u32x4 load16(const void *p) {
   u32x4 r;
@@ -186,7 +246,8 @@ INGOT_DEVICE u32x4 load16_dep_if(const void *p, bool pred) {
 // Tensor cores: D = A(16x16, row) * B(16x8, col) + C, fp32 accumulate (PTX
 // mma.sync.m16n8k16). Lane l holds A rows l/4 and l/4+8, B column l/4, C row
 // l/4 (and +8), at k (or n) = (l%4)*2 + {0,1} (+8): the PTX ISA's fragment layout.
-constexpr bool kHasMma16816 = true;
+// The emulated 64-lane wave has none (its kernels run the SIMT path, as on AMD).
+constexpr bool kHasMma16816 = !INGOT_EMULATE_WAVE64;
 // Programmatic dependent launch (sm_90): a kernel launched with programmatic
 // stream serialization may start while the previous one runs; it waits here
 // until that grid has completed and its memory is visible. Without the launch

@@ -20,6 +20,15 @@ for t in tokens poison_tail capacity splits variants graph streams handoff model
   [ $rc -ne 0 ] && fails=$((fails + 1))
   echo "test_gpu_$t rc=$rc $((SECONDS - start))s :: $(tail -n 2 $out/gpu_$t.log | tr '\n' ' ' | cut -c1-300)"
 done
+# The AMD kernels' wave64 code on an emulated 64-lane wave (issue 26): its own pack.
+if [ -x build/bin/test_gpu_wave64 ]; then
+  start=$SECONDS
+  timeout 300 build/bin/test_gpu_wave64 build/packs/attention_decode_w64 $pack \
+    build/bin/test_gpu_wave64_selftest.cubin > $out/gpu_wave64.log 2>&1
+  rc=$?
+  [ $rc -ne 0 ] && fails=$((fails + 1))
+  echo "test_gpu_wave64 rc=$rc $((SECONDS - start))s :: $(tail -n 2 $out/gpu_wave64.log | tr '\n' ' ' | cut -c1-300)"
+fi
 for g in examples/graphs/*.json; do
   # A graph that no kernel admits (a decline example) must decline in `run` too.
   want=0
@@ -39,6 +48,19 @@ if [ "$mode" = sanitize ]; then
       [ $rc -ne 0 ] && fails=$((fails + 1))
       echo "$tool test_gpu_$t rc=$rc $((SECONDS - start))s :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $out/${tool}_$t.log | tail -n 1)"
     done
+  done
+fi
+if [ "$mode" = sanitize ] && [ -x build/bin/test_gpu_wave64 ]; then
+  # The emulated wave's exchange slots and named barriers: shared-memory races and barrier misuse,
+  # on the self-test and one paged kernel of the wave64 pack.
+  for tool in racecheck synccheck; do
+    start=$SECONDS
+    INGOT_WAVE64_ONLY=bf16_d128_g4_sq1_paged timeout ${SAN_TIMEOUT:-400} compute-sanitizer --tool $tool \
+      --error-exitcode 86 --print-limit 20 build/bin/test_gpu_wave64 build/packs/attention_decode_w64 $pack \
+      build/bin/test_gpu_wave64_selftest.cubin > $out/${tool}_wave64.log 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && fails=$((fails + 1))
+    echo "$tool test_gpu_wave64 rc=$rc $((SECONDS - start))s :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $out/${tool}_wave64.log | tail -n 1)"
   done
 fi
 echo "device_gpu_tests: $fails failed"

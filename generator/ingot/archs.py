@@ -33,12 +33,23 @@ def _amd(name, max_lds):
                 "co", max_lds, 512, max_lds, AMD_CODE_OBJECT_VERSION)
 
 
+# sm_90_w64: the H200 running the AMD kernels' 64-lane wave as two warps
+# (templates/ingot_arch.h, INGOT_EMULATE_WAVE64: 64-lane shuffles through a
+# per-wave exchange slot in shared memory and a 64-thread named barrier; no
+# tensor cores, so the SIMT path runs as on AMD). A test arch: only the test
+# build's wave64 pack names it (tests/gpu/wave64_config.py), no shipped pack.
+# The exchange slots take EMULATED_WAVE64_LDS bytes of the 48 KiB.
+EMULATED_WAVE64_LDS = 15 * 64 * 4
+
 ARCHS = {
     "gfx942": _amd("gfx942", 65536),
     "gfx950": _amd("gfx950", 163840),
     "sm_90": Arch("sm_90", "nvidia", 32, "nvcc",
                   ("-x", "cu", "-std=c++17", "-cubin", "-arch=sm_90", "-O3"),
                   "cubin", 49152, 255, 232448),
+    "sm_90_w64": Arch("sm_90_w64", "nvidia", 64, "nvcc",
+                      ("-x", "cu", "-std=c++17", "-cubin", "-arch=sm_90", "-DINGOT_EMULATE_WAVE64=1", "-O3"),
+                      "cubin", 49152 - EMULATED_WAVE64_LDS, 255, 232448 - EMULATED_WAVE64_LDS),
 }
 
 # EI_ABIVERSION (byte 8 of an AMDGPU HSA ELF header) -> code object version.

@@ -91,10 +91,42 @@ INGOT_API ingot_status ingot_context_create_ex(ingot_backend backend, int ordina
   ctx->backend = backend;
   ctx->ops = ops;
   memcpy(ctx->arch, arch, sizeof arch);
+  memcpy(ctx->device_arch, arch, sizeof arch);
   ctx->wave_size = wave > 0 ? wave : ingot_arch_wave_size(arch);
   ctx->compute_units = cus > 0 ? cus : ingot_arch_compute_units(arch);
   atomic_init(&ctx->refs, 1);
   *out = ctx;
+  return INGOT_OK;
+}
+
+INGOT_API ingot_status ingot_context_set_arch(ingot_context *ctx, const char *arch) {
+  if (ctx == NULL) return INGOT_INVALID_ARGUMENT;
+  ingot_context_clear_error(ctx);
+  if (arch == NULL || !arch_name_ok(arch)) {
+    ingot_context_set_error(ctx, "ingot_context_set_arch: arch %s%s%s (allowed: 1..%d characters of a-z, 0-9, _)",
+                            arch ? "\"" : "", arch ? arch : "NULL", arch ? "\"" : "", INGOT_ARCH_NAME_BYTES - 1);
+    return INGOT_INVALID_ARGUMENT;
+  }
+  if (ctx->ops == NULL) {
+    ingot_context_set_error(ctx, "ingot_context_set_arch: a host context (allowed: a device context; a host "
+                            "context takes its arch from ingot_context_create_host)");
+    return INGOT_INVALID_ARGUMENT;
+  }
+  if (ctx->num_packs != 0) {
+    ingot_context_set_error(ctx, "ingot_context_set_arch: the context already holds %zu pack(s), matched for "
+                            "arch %s (allowed: before the first ingot_context_open_pack)", ctx->num_packs, ctx->arch);
+    return INGOT_INVALID_ARGUMENT;
+  }
+  if (!ingot_arch_runs_on(arch, ctx->device_arch)) {
+    const int nvidia = strncmp(ctx->device_arch, "sm_", 3) == 0;
+    ingot_context_set_error(ctx, "ingot_context_set_arch: arch \"%s\" does not run on this device, arch %s "
+                            "(allowed: %s%s%s%s)", arch, ctx->device_arch, ctx->device_arch, nvidia ? ", or " : "",
+                            nvidia ? ctx->device_arch : "",
+                            nvidia ? "_w64, the AMD kernels' 64-lane wave emulated as two warps" : "");
+    return INGOT_INVALID_ARGUMENT;
+  }
+  ingot_format(ctx->arch, sizeof ctx->arch, "%s", arch);
+  ctx->wave_size = ingot_arch_wave_size(arch);
   return INGOT_OK;
 }
 

@@ -158,6 +158,7 @@ struct ingot_context {
   const ingot_backend_ops *ops; /* NULL on host contexts */
   ingot_backend_device *dev;
   char arch[INGOT_ARCH_NAME_BYTES]; /* "" = any (host context without arch) */
+  char device_arch[INGOT_ARCH_NAME_BYTES]; /* the device's own (device contexts; arch may emulate on it) */
   int wave_size;                    /* 0 = from the chosen kernel's arch */
   int compute_units;
   size_t num_packs;
@@ -236,7 +237,11 @@ struct ingot_plan {
 /* For ingot-inspect: the launches of a plan. */
 const ingot_dispatch_plan *ingot_plan_dispatch_info(const ingot_plan *plan);
 
-int ingot_arch_wave_size(const char *arch); /* 32 sm_*, 64 gfx*, 0 unknown */
+int ingot_arch_wave_size(const char *arch); /* 32 sm_*, 64 gfx* and sm_*_w64, 0 unknown */
+/* 1 when a device of arch `device` runs code objects built for `arch`: its own
+ * arch, or on NVIDIA "<device>_w64" (the AMD kernels' 64-lane wave emulated as
+ * two warps, templates/ingot_arch.h INGOT_EMULATE_WAVE64); else 0. */
+int ingot_arch_runs_on(const char *arch, const char *device);
 /* Compute units (CUs, SMs) of the arch's product, what a host context plans
  * for: gfx942 304 (MI300X), gfx950 256 (MI355X), sm_90 132 (H200); an arch
  * outside the table (or NULL) gets 132. A device context has its device's. */

@@ -25,7 +25,8 @@ int ingot_blocks_per_cu(const char *arch, const ingot_code_object *obj, int wave
     /* 64K registers per SM, allocated per warp in units of 256; 2048 threads; 32 blocks;
      * 228 KiB of shared memory, 1 KiB of it reserved per block. */
     const int per_warp = (obj->split_registers * 32 + 255) / 256 * 256;
-    blocks = 65536 / per_warp / waves;
+    const int warps = waves * wave_size / 32; /* an emulated 64-lane wave (sm_*_w64) is two warps */
+    blocks = 65536 / per_warp / (warps > 0 ? warps : 1);
     const int by_threads = 2048 / (waves * wave_size);
     if (by_threads < blocks) blocks = by_threads;
     if (lds > 0 && 233472 / (lds + 1024) < blocks) blocks = 233472 / (lds + 1024);

@@ -80,11 +80,27 @@ void ingot_strbuf_free(ingot_strbuf *sb) {
 
 const char *ingot_strbuf_str(const ingot_strbuf *sb) { return sb->data ? sb->data : ""; }
 
+/* The suffix of an NVIDIA arch whose kernels run a 64-lane logical wave (two warps). */
+static const char kEmulatedWave64[] = "_w64";
+
+static int emulates_wave64(const char *arch) {
+  const size_t n = strlen(arch), m = sizeof kEmulatedWave64 - 1;
+  return strncmp(arch, "sm_", 3) == 0 && n > 3 + m && strcmp(arch + n - m, kEmulatedWave64) == 0;
+}
+
 int ingot_arch_wave_size(const char *arch) {
   if (arch == NULL) return 0;
-  if (strncmp(arch, "sm_", 3) == 0) return 32;
+  if (strncmp(arch, "sm_", 3) == 0) return emulates_wave64(arch) ? 64 : 32;
   if (strncmp(arch, "gfx", 3) == 0) return 64;
   return 0;
+}
+
+int ingot_arch_runs_on(const char *arch, const char *device) {
+  if (arch == NULL || device == NULL) return 0;
+  if (strcmp(arch, device) == 0) return 1;
+  const size_t n = strlen(device);
+  return !emulates_wave64(device) && emulates_wave64(arch) && strncmp(arch, device, n) == 0 &&
+         strcmp(arch + n, kEmulatedWave64) == 0;
 }
 
 int ingot_arch_compute_units(const char *arch) {

@@ -71,6 +71,11 @@ uint64_t dh_seed(const char *test_name) {
 }
 
 ingot_context *dh_open(int argc, char **argv, const char *test_name, const char **pack_dir) {
+  return dh_open_arch(argc, argv, test_name, NULL, pack_dir);
+}
+
+ingot_context *dh_open_arch(int argc, char **argv, const char *test_name, const char *arch,
+                            const char **pack_dir) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   *pack_dir = argc > 1 ? argv[1] : INGOT_DEFAULT_PACK_DIR;
   ingot_context *ctx = NULL;
@@ -83,6 +88,11 @@ ingot_context *dh_open(int argc, char **argv, const char *test_name, const char 
   if (st != INGOT_OK || ctx == NULL) {
     fprintf(stderr, "%s: FAIL: ingot_context_create(CUDA, 0): %s: %s\n", test_name,
             ingot_status_string(st), err);
+    exit(1);
+  }
+  if (arch != NULL && (st = ingot_context_set_arch(ctx, arch)) != INGOT_OK) {
+    fprintf(stderr, "%s: FAIL: ingot_context_set_arch(%s): %s: %s\n", test_name, arch, ingot_status_string(st),
+            ingot_context_last_error(ctx));
     exit(1);
   }
   int rc = gpu_mem_init();
@@ -109,8 +119,12 @@ void dh_close(ingot_context *ctx) {
 }
 
 void dh_session_open(dh_session *s, int argc, char **argv, const char *test_name) {
+  dh_session_open_arch(s, argc, argv, test_name, NULL);
+}
+
+void dh_session_open_arch(dh_session *s, int argc, char **argv, const char *test_name, const char *arch) {
   memset(s, 0, sizeof *s);
-  s->ctx = dh_open(argc, argv, test_name, &s->pack_dir);
+  s->ctx = dh_open_arch(argc, argv, test_name, arch, &s->pack_dir);
   s->seed = dh_seed(test_name);
   s->num_kernels = dh_pack_kernels(s->pack_dir, ingot_context_arch(s->ctx), &s->kernels);
   if (s->num_kernels <= 0 || gpu_stream_create(&s->stream) != 0) {
@@ -241,8 +255,7 @@ static int valid_shape(const dh_shape *s, char *why, size_t why_size) {
   return 1;
 }
 
-/* The first half of dh_case_create: the sizes, the graph and its plan, no buffers. */
-static int case_plan(dh_case *c, ingot_context *ctx, const dh_shape *s, uint64_t seed, dh_tail tail,
+int dh_case_plan(dh_case *c, ingot_context *ctx, const dh_shape *s, uint64_t seed, dh_tail tail,
                      char *why, size_t why_size) {
   memset(c, 0, sizeof *c);
   why[0] = '\0';
@@ -300,7 +313,7 @@ static int case_plan(dh_case *c, ingot_context *ctx, const dh_shape *s, uint64_t
 
 int dh_case_create(dh_case *c, ingot_context *ctx, const dh_shape *s, uint64_t seed, dh_tail tail,
                    char *why, size_t why_size) {
-  const int planned = case_plan(c, ctx, s, seed, tail, why, why_size);
+  const int planned = dh_case_plan(c, ctx, s, seed, tail, why, why_size);
   if (planned != 0) return planned;
   const int B = s->batch, ps = s->page_size;
 
@@ -720,7 +733,7 @@ int dh_case_for_kernel(dh_case *c, ingot_context *ctx, const dh_kernel *k, ingot
       s.seq_q = sq;
       s.batch = batches[j];
       if (j > 0 && (int64_t)s.batch * s.capacity > 2 * 65536) continue; /* within batch 2 x 64K of reference work */
-      rc = case_plan(c, ctx, &s, seed, tail, why, why_size);
+      rc = dh_case_plan(c, ctx, &s, seed, tail, why, why_size);
       if (rc == (int)INGOT_NO_MATCH) continue;
       if (rc != 0) { /* a planning failure is reported, not passed over for the next graph */
         failed = 1;

@@ -76,6 +76,10 @@ uint64_t dh_seed(const char *test_name);
  * starts gpu_mem, opens the pack (argv[1], else the build's default). Exits 1 on
  * any other failure. */
 ingot_context *dh_open(int argc, char **argv, const char *test_name, const char **pack_dir);
+/* dh_open for code objects of `arch` the device runs other than its own
+ * (ingot_context_set_arch before the pack opens; NULL: the device's own). */
+ingot_context *dh_open_arch(int argc, char **argv, const char *test_name, const char *arch,
+                            const char **pack_dir);
 void dh_close(ingot_context *ctx);
 /* Prints the summary line and returns the exit code (0 pass, 1 fail). */
 int dh_finish(const char *test_name, const dh_stats *st, int other_failures);
@@ -99,6 +103,8 @@ typedef struct dh_session {
 /* dh_open, dh_seed, dh_pack_kernels and a stream. Exits 77 without CUDA (as
  * dh_open), 1 with the reason when the pack has no kernels or no stream is made. */
 void dh_session_open(dh_session *s, int argc, char **argv, const char *test_name);
+/* The same on dh_open_arch: the session's kernels are those built for arch. */
+void dh_session_open_arch(dh_session *s, int argc, char **argv, const char *test_name, const char *arch);
 /* Destroys the stream, frees the kernels, closes the context; then dh_finish on
  * the session's totals. */
 int dh_session_close(dh_session *s, const char *test_name, int other_failures);
@@ -118,6 +124,10 @@ const dh_kernel *dh_session_kernel(const dh_session *s, int paged, int min_sq, i
  * decline report is in why); -1 on any other failure (message in why). */
 int dh_case_create(dh_case *c, ingot_context *ctx, const dh_shape *s, uint64_t seed, dh_tail tail,
                    char *why, size_t why_size);
+/* The first half of dh_case_create: the sizes, the graph and its plan, no buffers
+ * (works on a host context). Returns as dh_case_create; dh_case_destroy frees it. */
+int dh_case_plan(dh_case *c, ingot_context *ctx, const dh_shape *s, uint64_t seed, dh_tail tail, char *why,
+                 size_t why_size);
 void dh_case_destroy(dh_case *c);
 /* Sets every sequence's valid length (raw values go to the device; K/V data is
  * written for the positions that become valid, poison over those that stop

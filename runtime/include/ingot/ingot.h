@@ -69,6 +69,15 @@ INGOT_API ingot_status ingot_context_create(ingot_backend backend, int ordinal, 
  * context exists then to hold it (e.g. "cuda backend: libcuda.so.1 not found"). */
 INGOT_API ingot_status ingot_context_create_ex(ingot_backend backend, int ordinal, ingot_context **out,
                                                char *err, size_t err_size);
+/* Makes a device context match, plan and load the code objects of `arch`, one its
+ * device runs other than its own: on an NVIDIA device of arch sm_XX, "sm_XX_w64",
+ * the AMD kernels built with a 64-lane logical wave (two warps acting as one
+ * wave), which the wave64 emulation tests run (tests/gpu/test_gpu_wave64.c);
+ * the device's own arch sets it back. Plans then take that arch's wave size.
+ * Call it before the first ingot_context_open_pack. INGOT_INVALID_ARGUMENT,
+ * with the reason in the last error, on a host context, after a pack was
+ * opened, or for an arch the device does not run. */
+INGOT_API ingot_status ingot_context_set_arch(ingot_context *ctx, const char *arch);
 /* Gives up the caller's handle. The context is freed now if no plan of it is
  * alive, else when its last plan is destroyed: until then those plans may still
  * be queried, executed (its device and loaded code objects stay open) and

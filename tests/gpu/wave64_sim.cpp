@@ -1,0 +1,354 @@
+// wave64_sim.cpp: every kernel of the wave64 pack (the shipped gfx942 kernels,
+// as generated for sm_90_w64) run on the CPU with a 64-lane wave of threads
+// (wave64_sim_arch.h), against the CPU reference: the AMD kernels' index math at
+// 64 lanes, checked on any machine. The GPU test (test_gpu_wave64.c) runs the
+// same kernels through the runtime on the H200; this one needs no GPU, so CI
+// runs it.
+//
+// The kernels are the generated sources themselves: WAVE64_SIM_INSTANCES names a
+// file (written by tests/gpu/CMakeLists.txt) that includes each one inside its
+// own namespace and lists them. Per kernel: contiguous or paged as built, Sq =
+// max_sq, no mask and causal, B = 3 sequences, Hkv = 2; lengths 0, 1, odd,
+// capacity, past the capacity and negative, poisoned tails (NaN, Inf, garbage
+// K/V; garbage page-table entries past each length); 1, 3 and 20 segments (the
+// compact and the wide merge; each length set once per mask) and a long cache in 20
+// segments, the launches as the plan would make them. Kernels run on several
+// host threads at once (INGOT_WAVE64_SIM_JOBS, default 4).
+// Outputs and the workspace are poisoned first. Usage: wave64_sim [name-substring]
+#include "wave64_sim_arch.h"
+#include "ingot_attention_decode.h"
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <csetjmp>
+#include <ucontext.h>
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "reference.h"
+
+#define INGOT_KERNEL(threads, occupancy) static
+#include WAVE64_SIM_INSTANCES_DECL
+
+namespace {
+
+using ingot::SimBlock;
+
+// Runs a grid of workgroups of `threads` threads, one workgroup at a time, its
+// threads as fibers of this thread switched at barriers (deterministic, no
+// spinning, no OS threads to schedule).
+class Pool {
+ public:
+  explicit Pool(int threads) : n_(threads), fibers_(threads) {
+    for (auto &f : fibers_) f.stack.resize(kStack);
+  }
+  void launch(const int grid[3], const std::function<void()> &body) {
+    for (int z = 0; z < grid[2]; ++z)
+      for (int y = 0; y < grid[1]; ++y)
+        for (int x = 0; x < grid[0]; ++x) run_block(grid, x, y, z, body);
+  }
+
+ private:
+  static constexpr size_t kStack = 256 * 1024;
+  // A fiber starts on its own stack through makecontext/swapcontext; every later
+  // switch is a _setjmp/_longjmp pair (no signal-mask system call).
+  struct Fiber {
+    ucontext_t ctx;
+    jmp_buf jb;
+    std::vector<char> stack;
+    int waiting = -1;  // barrier id, -1 when runnable
+    bool done = false, started = false;
+  };
+  static thread_local Pool *self_;
+  static void wait_at(int id) { self_->wait(id); }
+  static void entry() {
+    Pool *p = self_;
+    (*p->body_)();
+    p->exit_current();
+    _longjmp(p->main_jb_, 1);  // never returns here
+  }
+  void yield() {
+    if (!_setjmp(fibers_[cur_].jb)) _longjmp(main_jb_, 1);
+  }
+  void wait(int id) {
+    if (++arrived_[id] == expected_[id]) {
+      release(id);
+      return;  // the last one to arrive goes on
+    }
+    fibers_[cur_].waiting = id;
+    yield();
+  }
+  void release(int id) {
+    arrived_[id] = 0;
+    for (auto &f : fibers_)
+      if (f.waiting == id) f.waiting = -1;
+  }
+  void exit_current() {  // an exited thread holds up no barrier (as on the GPU)
+    fibers_[cur_].done = true;
+    for (int id : {0, 1 + cur_ / 64})
+      if (--expected_[id] > 0 && arrived_[id] == expected_[id]) release(id);
+  }
+  void run_block(const int grid[3], int x, int y, int z, const std::function<void()> &body) {
+    blk_ = SimBlock{};
+    blk_.block[0] = x, blk_.block[1] = y, blk_.block[2] = z;
+    for (int i = 0; i < 3; ++i) blk_.grid[i] = grid[i];
+    blk_.threads = n_;
+    blk_.wait = &wait_at;
+    ingot::g_sim_block = &blk_;
+    self_ = this;
+    body_ = &body;
+    expected_[0] = n_, arrived_[0] = 0;
+    for (int w = 0; w < n_ / 64; ++w) expected_[1 + w] = 64, arrived_[1 + w] = 0;
+    for (int t = 0; t < n_; ++t) {
+      Fiber &f = fibers_[t];
+      f.waiting = -1, f.done = false, f.started = false;
+      getcontext(&f.ctx);
+      f.ctx.uc_stack.ss_sp = f.stack.data();
+      f.ctx.uc_stack.ss_size = f.stack.size();
+      f.ctx.uc_link = &main_;
+      makecontext(&f.ctx, &Pool::entry, 0);
+    }
+    for (int left = n_; left > 0;) {
+      bool ran = false;
+      for (int t = 0; t < n_; ++t) {
+        Fiber &f = fibers_[t];
+        if (f.done || f.waiting >= 0) continue;
+        cur_ = t;
+        ingot::t_sim_tid = t;
+        if (!_setjmp(main_jb_)) {
+          if (!f.started) {
+            f.started = true;
+            swapcontext(&main_, &f.ctx);  // returns only through main_jb_
+          } else {
+            _longjmp(f.jb, 1);
+          }
+        }
+        ran = true;
+        if (f.done) --left;
+      }
+      if (!ran) {
+        std::fprintf(stderr, "FAIL: workgroup (%d, %d, %d) deadlocked: %d threads wait at barriers no thread "
+                     "left to run reaches\n", x, y, z, left);
+        std::exit(1);
+      }
+    }
+  }
+  int n_, cur_ = 0;
+  std::vector<Fiber> fibers_;
+  ucontext_t main_;
+  jmp_buf main_jb_;
+  SimBlock blk_;
+  int expected_[1 + ingot::kEmulatedWaves], arrived_[1 + ingot::kEmulatedWaves];
+  const std::function<void()> *body_ = nullptr;
+};
+thread_local Pool *Pool::self_ = nullptr;
+
+thread_local uint64_t g_rng = 0x9E3779B97F4A7C15ull;
+uint64_t rnd() {
+  g_rng ^= g_rng >> 12, g_rng ^= g_rng << 25, g_rng ^= g_rng >> 27;
+  return g_rng * 0x2545F4914F6CDD1Dull;
+}
+float uniform(float lo, float hi) { return lo + (hi - lo) * (float)((rnd() >> 40) * (1.0 / 16777216.0)); }
+uint16_t poison(ingot_dtype dt) {
+  const bool h = dt == INGOT_DTYPE_FP16;
+  switch (rnd() % 4) {
+    case 0: return h ? 0x7e00 : 0x7fc0;
+    case 1: return h ? 0x7c00 : 0x7f80;
+    case 2: return h ? 0xfc00 : 0xff80;
+    default: return (uint16_t)rnd();
+  }
+}
+
+ingot_tensor_desc desc(ingot_dtype dt, int rank, const int64_t *dims) {
+  ingot_tensor_desc t;
+  std::memset(&t, 0, sizeof t);
+  t.dtype = dt, t.rank = rank, t.memory = INGOT_MEMORY_DEVICE;
+  int64_t stride = 1;
+  for (int i = rank - 1; i >= 0; --i) t.dims[i] = dims[i], t.strides[i] = stride, stride *= dims[i];
+  return t;
+}
+
+struct Stats {
+  size_t compared = 0, failed = 0, runs = 0;
+  double max_err = 0;
+};
+
+// One kernel on one graph: lengths, segments and mask given.
+template <class T>
+int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *lens, int splits, Stats &st) {
+  constexpr int D = T::kHeadDim, G = T::kGroup, SQ = T::kMaxSq;
+  const ingot_dtype dt = T::kDType == ingot::kBF16 ? INGOT_DTYPE_BF16 : INGOT_DTYPE_FP16;
+  const int B = 3, Hkv = 2, Hq = G * Hkv, page = T::kPaged ? T::kChunk * 2 : 0;
+  const int pps = page ? cap / page : 0, num_pages = B * pps + 2;
+  const size_t tok = (size_t)Hkv * D, slots = page ? (size_t)num_pages * page : (size_t)B * cap;
+  std::vector<uint16_t> q((size_t)B * Hq * SQ * D), k(slots * tok), v(slots * tok), o(q.size());
+  std::vector<float> lse((size_t)B * Hq * SQ), ref_o(q.size()), ref_lse(lse.size());
+  std::vector<int32_t> pt((size_t)B * pps + 1), perm(num_pages);
+  for (auto &x : q) x = ingot_ref_from_float(uniform(-3, 3), dt);
+  for (int i = 0; i < num_pages; ++i) perm[i] = i;
+  for (int i = num_pages - 1; i > 0; --i) std::swap(perm[i], perm[rnd() % (uint64_t)(i + 1)]);
+  for (size_t e = 0; e < slots * tok; ++e) k[e] = poison(dt), v[e] = poison(dt);
+  for (int b = 0; b < B; ++b) {
+    const int len = lens[b] < 0 ? 0 : lens[b] > cap ? cap : lens[b];
+    for (int p = 0; p < pps; ++p)
+      pt[(size_t)b * pps + p] = p * page < len ? perm[b * pps + p] : (rnd() & 1 ? -1 - (int)(rnd() % 1000) : num_pages + (int)(rnd() % 1000));
+    for (int pos = 0; pos < len; ++pos) {
+      const size_t slot = page ? (size_t)pt[(size_t)b * pps + pos / page] * page + pos % page : (size_t)b * cap + pos;
+      for (size_t e = 0; e < tok; ++e) {
+        k[slot * tok + e] = ingot_ref_from_float(uniform(-1, 1), dt);
+        v[slot * tok + e] = ingot_ref_from_float(uniform(-1, 1), dt);
+      }
+    }
+  }
+  ingot_attention_graph g;
+  std::memset(&g, 0, sizeof g);
+  const int64_t qd[4] = {B, Hq, SQ, D}, ld[3] = {B, Hq, SQ}, bd[1] = {B};
+  g.q = g.o = desc(dt, 4, qd);
+  if (page) {
+    const int64_t kd[4] = {num_pages, page, Hkv, D}, pd[2] = {B, pps};
+    g.k = desc(dt, 4, kd), g.page_table = desc(INGOT_DTYPE_INT32, 2, pd), g.kv_layout = INGOT_KV_PAGED;
+  } else {
+    const int64_t kd[4] = {B, cap, Hkv, D};
+    g.k = desc(dt, 4, kd), g.kv_layout = INGOT_KV_CONTIGUOUS;
+  }
+  g.v = g.k;
+  g.lse = desc(INGOT_DTYPE_FP32, 3, ld);
+  g.seq_lens = desc(INGOT_DTYPE_INT32, 1, bd);
+  g.capacity = cap, g.mask = causal ? INGOT_MASK_CAUSAL : INGOT_MASK_NONE, g.mask_align = INGOT_ALIGN_BOTTOM_RIGHT;
+  g.scale = 1.0f / std::sqrt((float)D);
+
+  // The launches and kernargs as the dispatch stub makes them.
+  const long long per = ((long long)T::kRowsTotal * splits + 3) / 4 * 4 + (long long)T::kRowsTotal * splits * D;
+  std::vector<float> ws(splits > 1 ? (size_t)(B * Hkv * per) : 1);
+  std::memset(ws.data(), 0xFF, ws.size() * 4);
+  std::memset(o.data(), 0xFF, o.size() * 2);
+  std::memset(lse.data(), 0xFF, lse.size() * 4);
+  const void *qp = q.data(), *kp = k.data(), *vp = v.data();
+  void *op = o.data();
+  float *lsep = lse.data(), *wsp = splits > 1 ? ws.data() : nullptr;
+  const int *lensp = lens, *ptp = page ? pt.data() : nullptr;
+  const long long qs[3] = {g.q.strides[0], g.q.strides[1], g.q.strides[2]};
+  const long long ks[3] = {g.k.strides[0], g.k.strides[1], g.k.strides[2]};
+  const long long pts = page ? pps : 0;
+  const int flags = (causal ? 1 : 0) | 2;
+  const float scale = g.scale;
+  auto split = [&] {
+    ingot::decode_split<T>(qp, kp, vp, op, lsep, lensp, ptp, wsp, qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], ks[0],
+                           ks[1], ks[2], qs[0], qs[1], qs[2], pts, cap, page, SQ, splits, Hkv, flags, scale);
+  };
+  auto merge = [&] {
+    ingot::decode_merge<T>(qp, kp, vp, op, lsep, lensp, ptp, wsp, qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], ks[0],
+                           ks[1], ks[2], qs[0], qs[1], qs[2], pts, cap, page, SQ, splits, Hkv, flags, scale);
+  };
+  const int sgrid[3] = {splits * Hkv * T::kRowBlocks, 1, B};
+  pool.launch(sgrid, split);
+  if (splits > 1) {
+    const int rows = T::kRowsTotal;
+    const int mx = splits <= INGOT_AD_COMPACT_MERGE_SPLITS ? (rows * (D / 4) + T::kMergeThreads - 1) / T::kMergeThreads
+                                                           : rows * (D / 32);
+    const int mgrid[3] = {mx, Hkv, B};
+    pool.launch(mgrid, merge);
+  }
+  if (ingot_reference_decode(&g, q.data(), k.data(), v.data(), lens, ptp, ref_o.data(), ref_lse.data()) != 0) {
+    std::fprintf(stderr, "FAIL %s: the reference refused the case\n", name);
+    return 1;
+  }
+  double err = 0;
+  size_t bad = ingot_reference_compare(o.data(), dt, ref_o.data(), o.size(), 0.015, 0.015, &err);
+  for (size_t r = 0; r < lse.size(); ++r) {
+    const bool inf = std::isinf(ref_lse[r]);
+    const double e = std::fabs((double)lse[r] - ref_lse[r]);
+    if (inf ? !(std::isinf(lse[r]) && lse[r] < 0) : !(e <= 0.015 + 0.015 * std::fabs(ref_lse[r]))) ++bad;
+    if (!inf && e > err) err = e;
+  }
+  st.compared += o.size() + lse.size();
+  st.failed += bad;
+  st.runs++;
+  if (err > st.max_err) st.max_err = err;
+  if (bad)
+    std::fprintf(stderr, "FAIL %s: %s cap %d lengths %d %d %d, %d segments: %zu of %zu values out of tolerance "
+                 "(max error %g)\n", name, causal ? "causal" : "no mask", cap, lens[0], lens[1], lens[2], splits, bad,
+                 o.size() + lse.size(), err);
+  return bad ? 1 : 0;
+}
+
+template <class T>
+int run_kernel(const char *name, Stats &st) {
+  Pool pool(T::kThreads > T::kMergeThreads ? T::kThreads : T::kMergeThreads);
+  static_assert(T::kThreads == T::kMergeThreads, "one pool for both launches");
+  const int page = T::kPaged ? T::kChunk * 2 : 0;
+  const int small = page ? 13 * page : 203, large = page ? 18 * T::kTile : 18 * T::kTile + 13;
+  int failures = 0;
+  for (int causal = 0; causal < 2; ++causal) {
+    const int32_t a[3] = {0, small, 2 * (int)(rnd() % (uint64_t)(small / 2)) + 1};
+    const int32_t b[3] = {1, small + 7, -3};
+    const int32_t c[3] = {(int32_t)(rnd() % (uint64_t)(small + 1)), small - 1, T::kMaxSq - 1};
+    // each length set once per mask, under another segment count
+    const int32_t *sets[3] = {a, b, c};
+    const int counts[3] = {1, 3, 20};
+    for (int j = 0; j < 3; ++j) failures += run_case<T>(pool, name, causal, small, sets[(j + causal) % 3], counts[j], st);
+    const int32_t l[3] = {large, large - 1 - 2 * (int)(rnd() % 64), (int32_t)(rnd() % (uint64_t)large)};
+    failures += run_case<T>(pool, name, causal, large, l, 20, st);
+  }
+  return failures;
+}
+
+struct Instance {
+  const char *name;
+  int (*run)(const char *, Stats &);
+};
+
+const Instance kInstances[] = {
+#include WAVE64_SIM_INSTANCES_LIST
+};
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  const char *only = argc > 1 ? argv[1] : "";
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  const char *seed_env = std::getenv("INGOT_TEST_SEED");
+  const uint64_t seed = seed_env && *seed_env ? std::strtoull(seed_env, nullptr, 0)
+                                              : (uint64_t)std::chrono::steady_clock::now().time_since_epoch().count();
+  std::printf("wave64_sim: seed %" PRIu64 " (set INGOT_TEST_SEED=%" PRIu64 " to repeat)\n", seed, seed);
+  // Kernels run on INGOT_WAVE64_SIM_JOBS host threads (default 4), each kernel on one, seeded by its index.
+  const char *jobs_env = std::getenv("INGOT_WAVE64_SIM_JOBS");
+  const int jobs = jobs_env && std::atoi(jobs_env) > 0 ? std::atoi(jobs_env) : 4;
+  const int count = (int)(sizeof kInstances / sizeof kInstances[0]);
+  std::vector<int> picked;
+  for (int i = 0; i < count; ++i)
+    if (std::strstr(kInstances[i].name, only) != nullptr) picked.push_back(i);
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  Stats total;
+  int failures = 0;
+  std::vector<std::thread> threads;
+  for (int j = 0; j < jobs; ++j)
+    threads.emplace_back([&] {
+      for (size_t n; (n = next.fetch_add(1)) < picked.size();) {
+        const Instance &in = kInstances[picked[n]];
+        g_rng = (seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(picked[n] + 1))) | 1;
+        Stats st;
+        const int f = in.run(in.name, st);
+        std::lock_guard<std::mutex> lock(mu);
+        failures += f;
+        total.compared += st.compared, total.failed += st.failed, total.runs += st.runs;
+        if (st.max_err > total.max_err) total.max_err = st.max_err;
+        std::printf("  %s: %s (%zu runs, %zu values out of tolerance, max error %.3g)\n", in.name, f ? "FAIL" : "ok",
+                    st.runs, st.failed, st.max_err);
+      }
+    });
+  for (auto &t : threads) t.join();
+  const int kernels = (int)picked.size();
+  const bool failed = failures > 0 || total.failed > 0 || total.compared == 0 || kernels == 0;
+  std::printf("wave64_sim: %s: %d kernels on a 64-lane CPU wave, %zu runs, %zu values compared, %zu mismatches, "
+              "max error %.6g\n", failed ? "FAIL" : "PASS", kernels, total.runs, total.compared, total.failed,
+              total.max_err);
+  return failed ? 1 : 0;
+}
