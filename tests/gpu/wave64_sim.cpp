@@ -22,6 +22,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <csetjmp>
 #include <ucontext.h>
@@ -180,9 +181,22 @@ struct Stats {
 };
 
 // One kernel on one graph: lengths, segments and mask given.
+// The group an instance's rows are sized for, from its name (..._g<G>_sq...): the
+// kernels take the group at run time (kernarg `group`).
+int group_of(const char *name) {
+  const char *g = std::strstr(name, "_g");
+  return g ? std::atoi(g + 2) : 0;
+}
+
 template <class T>
 int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *lens, int splits, Stats &st) {
-  constexpr int D = T::kHeadDim, G = T::kGroup, SQ = T::kMaxSq;
+  constexpr int D = T::kHeadDim, SQ = T::kMaxSq;
+  const int G = group_of(name);
+  if (G < 1) {
+    std::fprintf(stderr, "FAIL %s: no group in the name\n", name);
+    return 1;
+  }
+  const int rows_total = G * SQ, row_blocks = (rows_total + T::kRows - 1) / T::kRows;
   const ingot_dtype dt = T::kDType == ingot::kBF16 ? INGOT_DTYPE_BF16 : INGOT_DTYPE_FP16;
   const int B = 3, Hkv = 2, Hq = G * Hkv, page = T::kPaged ? T::kChunk * 2 : 0;
   const int pps = page ? cap / page : 0, num_pages = B * pps + 2;
@@ -224,7 +238,7 @@ int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *
   g.scale = 1.0f / std::sqrt((float)D);
 
   // The launches and kernargs as the dispatch stub makes them.
-  const long long per = ((long long)T::kRowsTotal * splits + 3) / 4 * 4 + (long long)T::kRowsTotal * splits * D;
+  const long long per = ((long long)rows_total * splits + 3) / 4 * 4 + (long long)rows_total * splits * D;
   std::vector<float> ws(splits > 1 ? (size_t)(B * Hkv * per) : 1);
   std::memset(ws.data(), 0xFF, ws.size() * 4);
   std::memset(o.data(), 0xFF, o.size() * 2);
@@ -240,18 +254,18 @@ int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *
   const float scale = g.scale;
   auto split = [&] {
     ingot::decode_split<T>(qp, kp, vp, op, lsep, lensp, ptp, wsp, qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], ks[0],
-                           ks[1], ks[2], qs[0], qs[1], qs[2], pts, cap, page, SQ, splits, Hkv, flags, scale);
+                           ks[1], ks[2], qs[0], qs[1], qs[2], pts, cap, page, SQ, splits, Hkv, flags, scale, G);
   };
   auto merge = [&] {
     ingot::decode_merge<T>(qp, kp, vp, op, lsep, lensp, ptp, wsp, qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], ks[0],
-                           ks[1], ks[2], qs[0], qs[1], qs[2], pts, cap, page, SQ, splits, Hkv, flags, scale);
+                           ks[1], ks[2], qs[0], qs[1], qs[2], pts, cap, page, SQ, splits, Hkv, flags, scale, G);
   };
-  const int sgrid[3] = {splits * Hkv * T::kRowBlocks, 1, B};
+  const int sgrid[3] = {splits * Hkv * row_blocks, 1, B};
   pool.launch(sgrid, split);
   if (splits > 1) {
-    const int rows = T::kRowsTotal;
+    const int rows = rows_total;
     const int mx = splits <= INGOT_AD_COMPACT_MERGE_SPLITS ? (rows * (D / 4) + T::kMergeThreads - 1) / T::kMergeThreads
-                                                           : rows * (D / 32);
+                                                           : rows * (D / T::kMergeCols);
     const int mgrid[3] = {mx, Hkv, B};
     pool.launch(mgrid, merge);
   }

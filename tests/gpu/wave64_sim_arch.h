@@ -30,6 +30,8 @@ struct u32x4 {
 constexpr int kWaveSize = 64;
 constexpr int kEmulatedWaves = 15;
 constexpr bool kHasMma16816 = false;
+// The AMD archs' clamped K and V loads (ingot_arch.h), as the shipped objects run them.
+constexpr bool kClampedLoads = true;
 
 // The running workgroup (set by the simulator before its threads run). The
 // simulator runs a workgroup's threads as fibers of one host thread; wait(id)
