@@ -25,6 +25,7 @@
 #define INGOT_ATTENTION_DECODE_H
 
 #include "ingot_arch.h"
+#include "ingot_attention_decode_balance.h"
 #include "ingot_attention_decode_limits.h"
 
 // One signature for both entry points; the UDD describes it argument by
@@ -257,6 +258,59 @@ INGOT_DEVICE long long workspace_block(int b, int hkv, int num_kv_heads, int num
   return ((long long)b * num_kv_heads + hkv) * per;
 }
 
+// ---- balanced split: pieces and where their results go ---------------------------
+// (flags & INGOT_AD_FLAG_BALANCED; docs/INTERNALS.md "Balanced split";
+// the arithmetic is ingot_attention_decode_balance.h). A balanced workgroup runs
+// the split path once per piece of its unit's share of the batch; a uniform one
+// runs it once with no piece (nullptr), as before.
+struct Piece {
+  int b;        // the sequence
+  Lengths seg;  // its clamped length and the piece's token range (whole tiles from the start)
+  int slot;     // the piece's workspace slot (w + b), or -1: the whole sequence, written to O
+};
+
+// The batch of a balanced plan (its split grid has no batch dimension).
+INGOT_DEVICE int balanced_batch(int flags) { return flags >> INGOT_AD_FLAG_BATCH_SHIFT; }
+
+// Balanced workspace: per KV head one block of the uniform layout with
+// units + B slots in place of segments (workspace_block<T>(0, hkv, ...)),
+// then the batch's tile prefix sums P[0..B] as int64 (the merge's lookup).
+template <class T>
+INGOT_DEVICE long long balanced_prefix_offset(int num_kv_heads, int num_splits, int flags) {
+  return workspace_block<T>(0, num_kv_heads, num_kv_heads,
+                            (int)ingot_ad_bal_slots(num_splits, balanced_batch(flags)));
+}
+
+// Where a split workgroup's rows go: O itself (direct), or row r's fp32 partial
+// at lse[r * stride + slot] and o[(r * stride + slot) * D]. Uniform: segment
+// `split` of the (b, hkv) block; balanced: the piece's slot of the hkv block.
+struct SplitTarget {
+  float *lse, *o;
+  int stride, slot;
+  bool direct;
+};
+
+template <class T>
+INGOT_DEVICE SplitTarget split_target(const Piece *pc, int b, int hkv, int split, float *workspace,
+                                      int num_kv_heads, int num_splits, int flags) {
+  SplitTarget t;
+  if (pc == nullptr) {
+    t.lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, num_splits);
+    t.o = t.lse + lse_floats<T>(num_splits);
+    t.stride = num_splits;
+    t.slot = split;
+    t.direct = num_splits == 1;
+  } else {
+    const int slots = (int)ingot_ad_bal_slots(num_splits, balanced_batch(flags));
+    t.lse = workspace + workspace_block<T>(0, hkv, num_kv_heads, slots);
+    t.o = t.lse + lse_floats<T>(slots);
+    t.stride = slots;
+    t.slot = pc->slot;
+    t.direct = pc->slot < 0;
+  }
+  return t;
+}
+
 // Knob `trace`: the records sit past the partials of every (sequence, KV head),
 // 16 words per split workgroup (sm, tokens, then global-timer ns and SM cycles at
 // its start, after the wait, once the length is known, after its first chunk,
@@ -304,12 +358,11 @@ INGOT_DEVICE SplitSmem<T> &split_smem() {
 // them and write O and LSE (one segment) or the segment's fp32 partial.
 template <class T>
 INGOT_DEVICE void finish_split(SplitShared<T> &sh, int tid, int b, int hkv, int split, int row0,
-                               INGOT_AD_PARAMS) {
+                               const Piece *pc, INGOT_AD_PARAMS) {
   constexpr int R = T::kRows, D = T::kHeadDim;
   sync_block();
   // Each thread produces some (row, d) outputs.
-  float *ws_lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, num_splits);
-  float *ws_o = ws_lse + lse_floats<T>(num_splits);
+  const SplitTarget tgt = split_target<T>(pc, b, hkv, split, workspace, num_kv_heads, num_splits, flags);
   for (int idx = tid; idx < R * D; idx += T::kThreads) {
     const int r = idx / D, d = idx % D, row = row0 + r;
     if (row >= T::kRowsTotal) break;  // idx grows with r: the rest are padding too
@@ -326,19 +379,21 @@ INGOT_DEVICE void finish_split(SplitShared<T> &sh, int tid, int b, int hkv, int 
     }
     const float out = den > 0.f ? num * fast_rcp(den) : 0.f;
     const float lse2 = den > 0.f ? m + fast_log2(den) : kNegInf;
-    if (num_splits == 1) {
+    if (tgt.direct) {
       store_row<T>(o, lse, b, hkv, row, d, out, lse2, sq, num_kv_heads, o_stride_b, o_stride_h,
                    o_stride_s, flags);
     } else {
-      const long long rs = (long long)row * num_splits + split;
-      if (d == 0) ws_lse[rs] = lse2;
-      ws_o[rs * D + d] = out;
+      const long long rs = (long long)row * tgt.stride + tgt.slot;
+      if (d == 0) tgt.lse[rs] = lse2;
+      tgt.o[rs * D + d] = out;
     }
   }
 }
 
+// pc: the piece a balanced workgroup runs (decode_split_balanced), nullptr in a
+// uniform plan (sequence block_z(), segment `split`).
 template <class T>
-INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
+INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
   constexpr int R = T::kRows, LPT = T::kLanesPerToken, NL = T::kLoads, TPL = T::kTokensPerLoad;
   constexpr int C = T::kChunk, DT = T::kDType;
   INGOT_SHARED SplitShared<T> sh;
@@ -353,7 +408,7 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
   const int row0 = (block_x() % T::kRowBlocks) * R;
   const int hkv = (block_x() / T::kRowBlocks) % num_kv_heads;
   const int split = block_x() / T::kRowBlocks / num_kv_heads;
-  const int b = block_z();
+  const int b = pc != nullptr ? pc->b : block_z();
   const bool causal = (flags & kFlagCausal) != 0;
 
   // Launched programmatically, this grid may start before the previous one in
@@ -380,7 +435,7 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
       for (int e = 0; e < 8; ++e) qf[r][e] = 0.f;
     }
   }
-  const Lengths seg = segment<T>(seq_lens, b, capacity, split, num_splits);
+  const Lengths seg = pc != nullptr ? pc->seg : segment<T>(seq_lens, b, capacity, split, num_splits);
 
   float run_max[R], run_sum[R], acc[R][8];
 #pragma unroll
@@ -532,7 +587,7 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
   // grid's completion before it reads the workspace. Triggering at the start
   // would let waiting merge workgroups take slots from a second split wave.
   launch_dependents();
-  finish_split<T>(sh, tid, b, hkv, split, row0, INGOT_AD_ARGS);
+  finish_split<T>(sh, tid, b, hkv, split, row0, pc, INGOT_AD_ARGS);
 }
 
 
@@ -547,7 +602,7 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
 // tile i is element d = 64*(i/8) + 8n + i%8, so V is read in 16-byte chunks
 // g + 8*cc and the B operand is two byte permutes away.
 template <class T>
-INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
+INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
   constexpr int R = T::kRows, D = T::kHeadDim, DT = T::kDType, C = T::kChunk, NS = T::kStages;
   constexpr int NU = C / 8;     // QK n tiles of 8 tokens
   constexpr int NKS = D / 16;   // QK k steps
@@ -567,7 +622,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   const int row0 = (block_x() % T::kRowBlocks) * R;
   const int hkv = (block_x() / T::kRowBlocks) % num_kv_heads;
   const int split = block_x() / T::kRowBlocks / num_kv_heads;
-  const int b = block_z();
+  const int b = pc != nullptr ? pc->b : block_z();
   const bool causal = (flags & kFlagCausal) != 0;
   unsigned long long tns[6] = {}, tclk[6] = {};  // knob `trace`: the phases' stamps
   if constexpr (T::kTrace) stamp_after(0, tns[0], tclk[0]);
@@ -594,7 +649,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
     qa[2 * j + 1][2] = w.w;
     qa[2 * j][1] = qa[2 * j][3] = qa[2 * j + 1][1] = qa[2 * j + 1][3] = 0u;
   }
-  const Lengths seg = segment<T>(seq_lens, b, capacity, split, num_splits);
+  const Lengths seg = pc != nullptr ? pc->seg : segment<T>(seq_lens, b, capacity, split, num_splits);
   if constexpr (T::kTrace) {  // after q's loads are issued: waits for the length only
     stamp_after(seg.end, tns[2], tclk[2]);
     tns[3] = tns[2], tclk[3] = tclk[2];  // no chunk: the first chunk's stamp is the length's
@@ -805,10 +860,10 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   // grid's completion before it reads the workspace. Triggering at the start
   // would let waiting merge workgroups take slots from a second split wave.
   launch_dependents();
-  finish_split<T>(sh, tid, b, hkv, split, row0, INGOT_AD_ARGS);
+  finish_split<T>(sh, tid, b, hkv, split, row0, pc, INGOT_AD_ARGS);
   if constexpr (T::kTrace) {
     stamp_after(0, tns[5], tclk[5]);
-    if (tid == 0 && workspace != nullptr) {
+    if (tid == 0 && workspace != nullptr && pc == nullptr) {  // no records in a balanced plan
       unsigned long long *rec =
           trace_base<T>(workspace, num_kv_heads, num_splits) + 16 * ((long long)block_z() * grid_x() + block_x());
       rec[0] = sm_id();
@@ -819,8 +874,121 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   }
 }
 
+// ---- balanced split (flags & INGOT_AD_FLAG_BALANCED) -------------------------------
+// grid (units * Hkv * ROW_BLOCKS, 1, 1), x = (w * Hkv + hkv) * ROW_BLOCKS + row
+// block, num_splits = units, the batch in flags. Each workgroup scans the
+// batch's lengths into tile prefix sums (B <= INGOT_AD_BALANCED_MAX_BATCH, read
+// from L2), finds the sequences its unit's share of tiles overlaps, and runs the
+// split path once per piece (decode_split_simt / _mma with the piece). The
+// workgroup x = 0 also writes the prefix sums for the merge. Every decision
+// comes from the lengths alone: the same lengths give the same pieces, slots
+// and accumulation order, run after run.
+template <class T>
+struct BalanceShared {
+  long long wave_total[T::kWaves];
+  long long t0, t1;   // this unit's share: tiles [t0, t1) of the batch
+  long long p_first;  // the prefix of the share's first sequence
+  int b_first, b_last;
+};
+
+// v from lane src (64 bits as two shuffles).
+INGOT_DEVICE long long shfl_idx64(long long v, int src) {
+  const int lo = shfl_idx((int)(unsigned)(unsigned long long)v, src);
+  const int hi = shfl_idx((int)(unsigned)((unsigned long long)v >> 32), src);
+  return (long long)(((unsigned long long)(unsigned)hi << 32) | (unsigned)lo);
+}
+
+template <class T>
+INGOT_DEVICE void split_path(INGOT_AD_PARAMS, const Piece *pc) {
+  if constexpr (T::kUseMma) {
+    decode_split_mma<T>(INGOT_AD_ARGS, pc);
+  } else {
+    decode_split_simt<T>(INGOT_AD_ARGS, pc);
+  }
+}
+
+template <class T>
+INGOT_DEVICE void decode_split_balanced(INGOT_AD_PARAMS) {
+  INGOT_SHARED BalanceShared<T> bal;
+  const int tid = thread_id(), wave = tid / kWaveSize, lane = tid % kWaveSize;
+  const int B = balanced_batch(flags), units = num_splits;
+  const int w = block_x() / T::kRowBlocks / num_kv_heads;
+  grid_dependency_wait();  // the lengths may come from the grid before
+
+  // Thread t sums the tiles of sequences [t * per, (t + 1) * per); then a scan
+  // over the threads gives each its chunk's first prefix.
+  const int per = (B + T::kThreads - 1) / T::kThreads;
+  const int j0 = tid * per, j1 = j0 + per < B ? j0 + per : B;
+  long long mine = 0;
+  for (int j = j0; j < j1; ++j) mine += ingot_ad_bal_tiles(load_dep(seq_lens + j), capacity, T::kTile);
+  long long incl = mine;
+#pragma unroll
+  for (int off = 1; off < kWaveSize; off <<= 1) {
+    const long long up = shfl_idx64(incl, lane >= off ? lane - off : lane);
+    if (lane >= off) incl += up;
+  }
+  if (lane == kWaveSize - 1) bal.wave_total[wave] = incl;
+  sync_block();
+  long long before = 0, total = 0;
+#pragma unroll
+  for (int i = 0; i < T::kWaves; ++i) {
+    before += i < wave ? bal.wave_total[i] : 0;
+    total += bal.wave_total[i];
+  }
+  const long long active = ingot_ad_bal_active(total, units);
+  const long long t0 = ingot_ad_bal_start(w, total, active), t1 = ingot_ad_bal_start(w + 1, total, active);
+  const bool share = w < active;  // units past the active ones have no tiles
+  // The prefixes for the merge (workgroup 0 only), and the share's first and
+  // last sequences: those holding tiles t0 and t1 - 1 (exactly one thread
+  // finds each).
+  long long *prefix = reinterpret_cast<long long *>(workspace + balanced_prefix_offset<T>(num_kv_heads, units, flags));
+  const bool writer = block_x() == 0;
+  long long p = before + incl - mine;
+  for (int j = j0; j < j1; ++j) {
+    const long long n = ingot_ad_bal_tiles(load_dep(seq_lens + j), capacity, T::kTile);
+    if (writer) prefix[j] = p;
+    if (share && n > 0 && p <= t0 && t0 < p + n) {
+      bal.b_first = j;
+      bal.p_first = p;
+    }
+    if (share && n > 0 && p <= t1 - 1 && t1 - 1 < p + n) bal.b_last = j;
+    p += n;
+  }
+  if (writer && tid == 0) prefix[B] = total;
+  if (tid == 0) bal.t0 = t0, bal.t1 = t1;
+  if (!share) return;  // uniform across the workgroup
+  sync_block();
+
+  // The pieces, in batch order: sequence b's tiles [p, p + n) cut to the share
+  // [t0, t1). The loop's state between pieces is b and p; the rest is re-read
+  // from LDS so that it holds no register across the split path (whose
+  // registers are the kernel's).
+  const volatile BalanceShared<T> &vb = bal;
+  p = vb.p_first;
+  for (int b = vb.b_first; b <= vb.b_last; ++b) {
+    const int len = ingot_ad_bal_clamp(load_dep(seq_lens + b), capacity);
+    const long long n = ingot_ad_bal_tiles(len, capacity, T::kTile);
+    long long from, to;
+    ingot_ad_bal_cut(vb.t0, vb.t1, p, n, &from, &to);
+    if (from < to) {
+      sync_block();  // the previous piece's readers of LDS are done
+      Piece pc;
+      pc.b = b;
+      pc.seg.valid = len;
+      ingot_ad_bal_tokens(from, to, p, len, T::kTile, &pc.seg.begin, &pc.seg.end);
+      pc.slot = ingot_ad_bal_piece_slot(w, b, from, to, p, n);
+      split_path<T>(INGOT_AD_ARGS, &pc);
+    }
+    p += n;
+  }
+}
+
 template <class T>
 INGOT_DEVICE void decode_split(INGOT_AD_PARAMS) {
+  if (flags & INGOT_AD_FLAG_BALANCED) {
+    decode_split_balanced<T>(INGOT_AD_ARGS);
+    return;
+  }
   if constexpr (T::kUseMma) {
     decode_split_mma<T>(INGOT_AD_ARGS);
   } else {
@@ -858,6 +1026,55 @@ struct MergeShared {
   float part[T::kMergeThreads / 8][32];
 };
 
+// Where the merge finds the partials of (b, hkv): count of them, row r's s-th at
+// lse[r * stride + s] and o[(r * stride + s) * D]. Uniform: the (b, hkv) block's
+// num_splits segments. Balanced: the sequence's pieces, slots w0 + b .. w1 + b
+// of the hkv block (ingot_attention_decode_balance.h), found from the prefix
+// sums the split wrote; none for an empty sequence (the merge then writes
+// O = 0, LSE = -inf), and skip when one unit held it whole (the split wrote O).
+struct MergeSource {
+  const float *lse, *o;
+  int count, stride;
+  bool skip;
+};
+
+// An int64 the grid before wrote, as two coherent 32-bit loads (load_dep).
+INGOT_DEVICE long long load_dep64(const long long *p) {
+  const int *w = reinterpret_cast<const int *>(p);
+  const unsigned lo = (unsigned)load_dep(w), hi = (unsigned)load_dep(w + 1);
+  return (long long)(((unsigned long long)hi << 32) | lo);
+}
+
+template <class T>
+INGOT_DEVICE MergeSource merge_source(int b, int hkv, INGOT_AD_PARAMS) {
+  MergeSource m;
+  if (!(flags & INGOT_AD_FLAG_BALANCED)) {
+    m.lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, num_splits);
+    m.o = m.lse + lse_floats<T>(num_splits);
+    m.count = m.stride = num_splits;
+    m.skip = false;
+    return m;
+  }
+  const int B = balanced_batch(flags), slots = (int)ingot_ad_bal_slots(num_splits, B);
+  const long long *prefix =
+      reinterpret_cast<const long long *>(workspace + balanced_prefix_offset<T>(num_kv_heads, num_splits, flags));
+  const long long p = load_dep64(prefix + b), e = load_dep64(prefix + b + 1), total = load_dep64(prefix + B);
+  const long long active = ingot_ad_bal_active(total, num_splits);
+  long long w0 = 0, w1 = -1;  // no pieces
+  if (e > p) {
+    w0 = ingot_ad_bal_unit_of(p, total, active);
+    w1 = ingot_ad_bal_unit_of(e - 1, total, active);
+  }
+  const float *blk = workspace + workspace_block<T>(0, hkv, num_kv_heads, slots);
+  const long long first = ingot_ad_bal_slot(w0, b);
+  m.lse = blk + first;
+  m.o = blk + lse_floats<T>(slots) + first * T::kHeadDim;
+  m.count = (int)(w1 - w0 + 1);
+  m.stride = slots;
+  m.skip = e > p && w0 == w1;
+  return m;
+}
+
 // Compact merge (num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS): many sequences
 // and heads, few segments. Each thread owns 4 columns of one row and reads all
 // the row's segment partials and lse values in one round trip; no LDS, no
@@ -866,19 +1083,21 @@ template <class T>
 INGOT_DEVICE void merge_compact(INGOT_AD_PARAMS) {
   constexpr int D = T::kHeadDim, kMax = INGOT_AD_COMPACT_MERGE_SPLITS;
   const int item = block_x() * T::kMergeThreads + thread_id();
-  const int hkv = block_y(), b = block_z(), S = num_splits;
+  const int hkv = block_y(), b = block_z();
   if (item >= T::kRowsTotal * (D / 4)) return;
   const int row = item / (D / 4), c0 = item % (D / 4) * 4;
-  const float *ws_lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, S);
-  const float *ws_o = ws_lse + lse_floats<T>(S);
+  const MergeSource src = merge_source<T>(b, hkv, INGOT_AD_ARGS);
+  if (src.skip) return;
+  const float *ws_lse = src.lse, *ws_o = src.o;
+  const int S = src.count, stride = src.stride;
   float l[kMax];
   u32x4 part[kMax];
   float m = kNegInf;
 #pragma unroll
   for (int s = 0; s < kMax; ++s) {
     const bool live = s < S;
-    l[s] = live ? load_dep(ws_lse + (long long)row * S + s) : kNegInf;
-    part[s] = load16_dep_if(ws_o + ((long long)row * S + s) * D + c0, live);
+    l[s] = live ? load_dep(ws_lse + (long long)row * stride + s) : kNegInf;
+    part[s] = load16_dep_if(ws_o + ((long long)row * stride + s) * D + c0, live);
     m = max32(m, l[s]);
   }
   // A row no segment saw keeps 0 as its reference: exp2(-inf - 0) = 0, no NaN.
@@ -915,7 +1134,7 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
   auto trace_end = [&]() {
     if constexpr (T::kTrace) {
       stamp_after(0, mns[2], mclk[2]);
-      if (thread_id() == 0 && workspace != nullptr) {
+      if (thread_id() == 0 && workspace != nullptr && !(flags & INGOT_AD_FLAG_BALANCED)) {
         const long long split_blocks = (long long)T::kRowBlocks * num_kv_heads * num_splits * grid_z();
         const long long index = ((long long)block_z() * grid_y() + block_y()) * grid_x() + block_x();
         unsigned long long *rec = trace_base<T>(workspace, num_kv_heads, num_splits) + 16 * split_blocks + 8 * index;
@@ -939,13 +1158,14 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
   const int tid = thread_id(), lane = tid % kWaveSize;
   const int row = block_x() / (D / kCols), c0 = (block_x() % (D / kCols)) * kCols;
   const int hkv = block_y(), b = block_z();
-  const int S = num_splits;
   const int quad = tid % kQuads, group = tid / kQuads;
-  const float *ws_lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, S);
-  const float *ws_o = ws_lse + lse_floats<T>(S);
+  const MergeSource msrc = merge_source<T>(b, hkv, INGOT_AD_ARGS);
+  if (msrc.skip) return;  // uniform across the workgroup: before any barrier
+  const float *ws_lse = msrc.lse, *ws_o = msrc.o;
+  const int S = msrc.count, stride = msrc.stride;
 
   // One round trip: every partial this thread needs and wave 0's lse values are in flight together.
-  const float *src = ws_o + (long long)row * S * D + c0 + quad * 4;
+  const float *src = ws_o + (long long)row * stride * D + c0 + quad * 4;
   u32x4 part[kPer];
 #pragma unroll
   for (int i = 0; i < kPer; ++i) {
@@ -953,7 +1173,7 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
     part[i] = load16_dep_if(src + (long long)s * D, s < S);
   }
   if (tid < kWaveSize) {
-    const float *l = ws_lse + (long long)row * S;
+    const float *l = ws_lse + (long long)row * stride;
     float lv[kLsePer];
     float m = kNegInf;
 #pragma unroll

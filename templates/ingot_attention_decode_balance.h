@@ -1,0 +1,104 @@
+/* ingot_attention_decode_balance.h: the arithmetic of the balanced split mode
+ * (docs/INTERNALS.md, "Balanced split"), shared by the kernels
+ * (ingot_attention_decode.h, device code), the planning
+ * (ingot_attention_decode_dispatch.h, host C) and the host tests, so the three
+ * cannot disagree. Pure integer functions, 64-bit where a sum of lengths is.
+ *
+ * The batch's work is counted in tiles (a workgroup's tokens per step):
+ * sequence b has tiles_b = ceil(clamp(L_b, 0, capacity) / tile), its tiles are
+ * [P_b, P_b + tiles_b) of the concatenated batch (P: exclusive prefix sums,
+ * total = P_B). Of the plan's `units` work units per (KV head, row block),
+ * active = min(units, total) take a share: unit w the tiles
+ * [start(w), start(w + 1)), start(w) = floor(w * total / active), so every
+ * active unit has at least one tile and the shares differ by at most one. A
+ * unit's piece of sequence b is the overlap of the two ranges; the pieces of b
+ * are those of units unit_of(P_b) .. unit_of(P_b + tiles_b - 1), consecutive,
+ * each non-empty. Piece (w, b) keeps its fp32 partial in slot w + b: along
+ * the batch, each next piece has a larger w or a larger b (never a smaller
+ * one), so slots are unique and below units + B. A sequence one unit holds
+ * whole is written to O directly and has no slot. */
+#ifndef INGOT_ATTENTION_DECODE_BALANCE_H
+#define INGOT_ATTENTION_DECODE_BALANCE_H
+
+#if defined(__AMDGCN__) || defined(__CUDACC__)
+#if defined(__CUDACC__)
+#define INGOT_AD_BAL_FN __host__ __device__ __forceinline__
+#else
+#define INGOT_AD_BAL_FN __attribute__((device)) __attribute__((always_inline)) inline
+#endif
+#else
+#define INGOT_AD_BAL_FN static inline
+#endif
+
+/* The plan takes the balanced mode for batches up to this many sequences:
+ * every split workgroup scans the batch's lengths (B x 4 bytes from L2). */
+#define INGOT_AD_BALANCED_MAX_BATCH 4096
+/* flags: bit 2 marks the balanced mode; bits 16..30 hold the batch B (the
+ * split grid of a balanced plan has no batch dimension). */
+#define INGOT_AD_FLAG_BALANCED 4
+#define INGOT_AD_FLAG_BATCH_SHIFT 16
+
+/* Tiles of a sequence of raw device length len: clamped to [0, capacity]. */
+INGOT_AD_BAL_FN long long ingot_ad_bal_tiles(int len, int capacity, int tile) {
+  const int l = len < 0 ? 0 : (len > capacity ? capacity : len);
+  return ((long long)l + tile - 1) / tile;
+}
+
+/* The clamped length itself. */
+INGOT_AD_BAL_FN int ingot_ad_bal_clamp(int len, int capacity) {
+  return len < 0 ? 0 : (len > capacity ? capacity : len);
+}
+
+/* Units with a share: min(units, total) (0 when the batch is empty). */
+INGOT_AD_BAL_FN long long ingot_ad_bal_active(long long total, int units) {
+  return total < units ? total : (long long)units;
+}
+
+/* First tile of unit w (0 <= w <= active; start(active) = total). total <=
+ * 4096 x 2^31 and w <= 256 (the plan's bounds): the product stays below 2^52. */
+INGOT_AD_BAL_FN long long ingot_ad_bal_start(long long w, long long total, long long active) {
+  return active > 0 ? w * total / active : 0;
+}
+
+/* The unit whose share holds tile t (0 <= t < total): the largest w with
+ * start(w) <= t, i.e. floor(((t + 1) * active - 1) / total). */
+INGOT_AD_BAL_FN long long ingot_ad_bal_unit_of(long long t, long long total, long long active) {
+  return ((t + 1) * active - 1) / total;
+}
+
+/* The overlap of a share [s0, s1) with a sequence's tiles [p, p + n): tiles
+ * [*lo, *hi) of the batch, a piece when *lo < *hi. */
+INGOT_AD_BAL_FN void ingot_ad_bal_cut(long long s0, long long s1, long long p, long long n, long long *lo,
+                                      long long *hi) {
+  *lo = s0 > p ? s0 : p;
+  *hi = s1 < p + n ? s1 : p + n;
+}
+
+/* Unit w's piece of a sequence with prefix p and n tiles. */
+INGOT_AD_BAL_FN void ingot_ad_bal_piece(long long w, long long total, long long active, long long p, long long n,
+                                        long long *lo, long long *hi) {
+  ingot_ad_bal_cut(ingot_ad_bal_start(w, total, active), ingot_ad_bal_start(w + 1, total, active), p, n, lo, hi);
+}
+
+/* The workspace slot of piece (w, b). */
+INGOT_AD_BAL_FN long long ingot_ad_bal_slot(long long w, int b) { return w + b; }
+
+/* Where piece (w, b) = tiles [lo, hi) of a sequence [p, p + n) goes: its slot,
+ * or -1 when it is the whole sequence (written to O, no partial). */
+INGOT_AD_BAL_FN int ingot_ad_bal_piece_slot(long long w, int b, long long lo, long long hi, long long p, long long n) {
+  return lo == p && hi == p + n ? -1 : (int)ingot_ad_bal_slot(w, b);
+}
+
+/* A piece's token range: [*begin, *end) of a sequence of clamped length len,
+ * whole tiles from its start (only a sequence's last piece ends short). */
+INGOT_AD_BAL_FN void ingot_ad_bal_tokens(long long lo, long long hi, long long p, int len, int tile, int *begin,
+                                         int *end) {
+  *begin = (int)((lo - p) * tile);
+  const long long e = (hi - p) * tile;
+  *end = (int)(e < len ? e : len);
+}
+
+/* Slots per (KV head, row): one per unit and one per sequence. */
+INGOT_AD_BAL_FN long long ingot_ad_bal_slots(int units, int batch) { return (long long)units + batch; }
+
+#endif
