@@ -875,20 +875,22 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
 }
 
 // ---- balanced split (flags & INGOT_AD_FLAG_BALANCED) -------------------------------
-// grid (units * Hkv * ROW_BLOCKS, 1, 1), x = (w * Hkv + hkv) * ROW_BLOCKS + row
-// block, num_splits = units, the batch in flags. Each workgroup scans the
-// batch's lengths into tile prefix sums (B <= INGOT_AD_BALANCED_MAX_BATCH, read
-// from L2), finds the sequences its unit's share of tiles overlaps, and runs the
-// split path once per piece (decode_split_simt / _mma with the piece). The
-// workgroup x = 0 also writes the prefix sums for the merge. Every decision
-// comes from the lengths alone: the same lengths give the same pieces, slots
-// and accumulation order, run after run.
+// grid ((units + B - 1) * Hkv * ROW_BLOCKS, 1, 1), x = (s * Hkv + hkv) * ROW_BLOCKS +
+// row block, num_splits = units, the batch in flags. Workgroup s runs the piece
+// (w, b) with w + b = s, if there is one (at most one: along the batch each
+// next piece has a larger w or b, never a smaller one), so each runs the split
+// path once, as a uniform workgroup does. It scans the batch's lengths into tile
+// prefix sums (B <= INGOT_AD_BALANCED_MAX_BATCH, read from L2; thread t a chunk,
+// then a wave shuffle scan and the waves' totals in LDS); the thread whose chunk
+// holds sequence b = s - w for a unit w of b's (unit_of(P_b) .. unit_of(P_b+1 - 1))
+// finds the piece. Workgroup 0 also writes the prefix sums for the merge. Every
+// decision comes from the lengths alone: the same lengths give the same pieces,
+// slots and accumulation order, run after run.
 template <class T>
 struct BalanceShared {
   long long wave_total[T::kWaves];
-  long long t0, t1;   // this unit's share: tiles [t0, t1) of the batch
-  long long p_first;  // the prefix of the share's first sequence
-  int b_first, b_last;
+  Piece piece;  // this workgroup's, when found
+  int found;
 };
 
 // v from lane src (64 bits as two shuffles).
@@ -912,11 +914,12 @@ INGOT_DEVICE void decode_split_balanced(INGOT_AD_PARAMS) {
   INGOT_SHARED BalanceShared<T> bal;
   const int tid = thread_id(), wave = tid / kWaveSize, lane = tid % kWaveSize;
   const int B = balanced_batch(flags), units = num_splits;
-  const int w = block_x() / T::kRowBlocks / num_kv_heads;
+  const int s = block_x() / T::kRowBlocks / num_kv_heads;  // the slot: w + b of this workgroup's piece
   grid_dependency_wait();  // the lengths may come from the grid before
+  if (tid == 0) bal.found = 0;
 
-  // Thread t sums the tiles of sequences [t * per, (t + 1) * per); then a scan
-  // over the threads gives each its chunk's first prefix.
+  // Thread t sums the tiles of sequences [t * per, (t + 1) * per); a scan over
+  // the threads gives each its chunk's first prefix.
   const int per = (B + T::kThreads - 1) / T::kThreads;
   const int j0 = tid * per, j1 = j0 + per < B ? j0 + per : B;
   long long mine = 0;
@@ -935,52 +938,31 @@ INGOT_DEVICE void decode_split_balanced(INGOT_AD_PARAMS) {
     before += i < wave ? bal.wave_total[i] : 0;
     total += bal.wave_total[i];
   }
-  const long long active = ingot_ad_bal_active(total, units);
-  const long long t0 = ingot_ad_bal_start(w, total, active), t1 = ingot_ad_bal_start(w + 1, total, active);
-  const bool share = w < active;  // units past the active ones have no tiles
-  // The prefixes for the merge (workgroup 0 only), and the share's first and
-  // last sequences: those holding tiles t0 and t1 - 1 (exactly one thread
-  // finds each).
+  const long long active = ingot_ad_bal_active(total, units, ingot_ad_bal_fill(flags));
   long long *prefix = reinterpret_cast<long long *>(workspace + balanced_prefix_offset<T>(num_kv_heads, units, flags));
   const bool writer = block_x() == 0;
   long long p = before + incl - mine;
   for (int j = j0; j < j1; ++j) {
-    const long long n = ingot_ad_bal_tiles(load_dep(seq_lens + j), capacity, T::kTile);
+    const int len = ingot_ad_bal_clamp(load_dep(seq_lens + j), capacity);
+    const long long n = ingot_ad_bal_tiles(len, capacity, T::kTile);
     if (writer) prefix[j] = p;
-    if (share && n > 0 && p <= t0 && t0 < p + n) {
-      bal.b_first = j;
-      bal.p_first = p;
+    const long long w = (long long)s - j;
+    if (n > 0 && w >= ingot_ad_bal_unit_of(p, total, active) && w <= ingot_ad_bal_unit_of(p + n - 1, total, active)) {
+      long long from, to;
+      ingot_ad_bal_piece(w, total, active, p, n, &from, &to);
+      bal.piece.b = j;
+      bal.piece.seg.valid = len;
+      ingot_ad_bal_tokens(from, to, p, len, T::kTile, &bal.piece.seg.begin, &bal.piece.seg.end);
+      bal.piece.slot = ingot_ad_bal_piece_slot(w, j, from, to, p, n);
+      bal.found = 1;
     }
-    if (share && n > 0 && p <= t1 - 1 && t1 - 1 < p + n) bal.b_last = j;
     p += n;
   }
   if (writer && tid == 0) prefix[B] = total;
-  if (tid == 0) bal.t0 = t0, bal.t1 = t1;
-  if (!share) return;  // uniform across the workgroup
   sync_block();
-
-  // The pieces, in batch order: sequence b's tiles [p, p + n) cut to the share
-  // [t0, t1). The loop's state between pieces is b and p; the rest is re-read
-  // from LDS so that it holds no register across the split path (whose
-  // registers are the kernel's).
-  const volatile BalanceShared<T> &vb = bal;
-  p = vb.p_first;
-  for (int b = vb.b_first; b <= vb.b_last; ++b) {
-    const int len = ingot_ad_bal_clamp(load_dep(seq_lens + b), capacity);
-    const long long n = ingot_ad_bal_tiles(len, capacity, T::kTile);
-    long long from, to;
-    ingot_ad_bal_cut(vb.t0, vb.t1, p, n, &from, &to);
-    if (from < to) {
-      sync_block();  // the previous piece's readers of LDS are done
-      Piece pc;
-      pc.b = b;
-      pc.seg.valid = len;
-      ingot_ad_bal_tokens(from, to, p, len, T::kTile, &pc.seg.begin, &pc.seg.end);
-      pc.slot = ingot_ad_bal_piece_slot(w, b, from, to, p, n);
-      split_path<T>(INGOT_AD_ARGS, &pc);
-    }
-    p += n;
-  }
+  if (!bal.found) return;  // no piece has this slot (uniform across the workgroup)
+  const Piece pc = bal.piece;
+  split_path<T>(INGOT_AD_ARGS, &pc);
 }
 
 template <class T>
@@ -1059,7 +1041,7 @@ INGOT_DEVICE MergeSource merge_source(int b, int hkv, INGOT_AD_PARAMS) {
   const long long *prefix =
       reinterpret_cast<const long long *>(workspace + balanced_prefix_offset<T>(num_kv_heads, num_splits, flags));
   const long long p = load_dep64(prefix + b), e = load_dep64(prefix + b + 1), total = load_dep64(prefix + B);
-  const long long active = ingot_ad_bal_active(total, num_splits);
+  const long long active = ingot_ad_bal_active(total, num_splits, ingot_ad_bal_fill(flags));
   long long w0 = 0, w1 = -1;  // no pieces
   if (e > p) {
     w0 = ingot_ad_bal_unit_of(p, total, active);

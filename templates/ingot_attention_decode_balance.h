@@ -8,15 +8,17 @@
  * sequence b has tiles_b = ceil(clamp(L_b, 0, capacity) / tile), its tiles are
  * [P_b, P_b + tiles_b) of the concatenated batch (P: exclusive prefix sums,
  * total = P_B). Of the plan's `units` work units per (KV head, row block),
- * active = min(units, total) take a share: unit w the tiles
+ * `active` (ingot_ad_bal_active, from total) take a share: unit w the tiles
  * [start(w), start(w + 1)), start(w) = floor(w * total / active), so every
  * active unit has at least one tile and the shares differ by at most one. A
  * unit's piece of sequence b is the overlap of the two ranges; the pieces of b
  * are those of units unit_of(P_b) .. unit_of(P_b + tiles_b - 1), consecutive,
  * each non-empty. Piece (w, b) keeps its fp32 partial in slot w + b: along
  * the batch, each next piece has a larger w or a larger b (never a smaller
- * one), so slots are unique and below units + B. A sequence one unit holds
- * whole is written to O directly and has no slot. */
+ * one), so slots are unique and below units + B - 1: the split grid has a
+ * workgroup per slot, and workgroup s runs the piece with w + b = s, if any.
+ * A sequence one unit holds whole is written to O directly (it still has its
+ * slot's workgroup, but no partial). */
 #ifndef INGOT_ATTENTION_DECODE_BALANCE_H
 #define INGOT_ATTENTION_DECODE_BALANCE_H
 
@@ -31,8 +33,11 @@
 #endif
 
 /* The plan takes the balanced mode for batches up to this many sequences:
- * every split workgroup scans the batch's lengths (B x 4 bytes from L2). */
-#define INGOT_AD_BALANCED_MAX_BATCH 4096
+ * every split workgroup scans the batch's lengths (B x 4 bytes from L2), and
+ * there are units + B - 1 of them per KV head and row block, so the scan's
+ * traffic grows as B^2 (about 42 MB at 1024, Hkv 8, 256 units). The arithmetic
+ * below holds to 4096 sequences of 2^31 tokens (the host tests run it there). */
+#define INGOT_AD_BALANCED_MAX_BATCH 1024
 /* flags: bit 2 marks the balanced mode; bits 16..30 hold the batch B (the
  * split grid of a balanced plan has no batch dimension). */
 #define INGOT_AD_FLAG_BALANCED 4
@@ -49,10 +54,28 @@ INGOT_AD_BAL_FN int ingot_ad_bal_clamp(int len, int capacity) {
   return len < 0 ? 0 : (len > capacity ? capacity : len);
 }
 
-/* Units with a share: min(units, total) (0 when the batch is empty). */
-INGOT_AD_BAL_FN long long ingot_ad_bal_active(long long total, int units) {
-  return total < units ? total : (long long)units;
+/* A share holds at most about this many tiles unless every unit is active
+ * (the shipped policy's max_tiles_per_split: 4096 tokens of the seed tile). */
+#define INGOT_AD_BALANCED_SHARE_TILES 64
+/* flags bits 3..11: `fill`, the units that make one round of resident
+ * workgroups (1..units, from the plan). */
+#define INGOT_AD_FLAG_FILL_SHIFT 3
+#define INGOT_AD_FLAG_FILL_MASK 0x1ff
+
+/* Units with a share, decided on the device from the batch's tiles: enough
+ * for a full round of workgroups (fill) or for shares of at most
+ * INGOT_AD_BALANCED_SHARE_TILES tiles, whichever is more, but no more than
+ * the plan's units nor the tiles (0 when the batch is empty). A short batch
+ * runs in one round of long shares instead of many rounds of short ones. */
+INGOT_AD_BAL_FN long long ingot_ad_bal_active(long long total, int units, int fill) {
+  const long long by_share = (total + INGOT_AD_BALANCED_SHARE_TILES - 1) / INGOT_AD_BALANCED_SHARE_TILES;
+  long long a = by_share > fill ? by_share : (long long)fill;
+  if (a > units) a = units;
+  return total < a ? total : a;
 }
+
+/* The fill field of a balanced plan's flags. */
+INGOT_AD_BAL_FN int ingot_ad_bal_fill(int flags) { return (flags >> INGOT_AD_FLAG_FILL_SHIFT) & INGOT_AD_FLAG_FILL_MASK; }
 
 /* First tile of unit w (0 <= w <= active; start(active) = total). total <=
  * 4096 x 2^31 and w <= 256 (the plan's bounds): the product stays below 2^52. */

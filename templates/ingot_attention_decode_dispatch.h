@@ -142,14 +142,14 @@ static inline uint64_t ingot_ad_balanced_workspace(int64_t B, int64_t Hkv, int64
 }
 
 /* The balanced plan (units per KV head and row block; docs/INTERNALS.md
- * "Balanced split"): split grid (units x Hkv x row_blocks, 1, 1), the batch in
- * flags; the merge grid of the uniform plan with `units` segments (at most
+ * "Balanced split"): split grid ((units + B - 1) x Hkv x row_blocks, 1, 1), a
+ * workgroup per slot w + b of a piece, the batch in flags; the merge grid of the uniform plan with `units` segments (at most
  * units pieces per sequence), always launched: it writes the sequences that
  * no single unit held whole and the empty ones. */
 static inline ingot_status ingot_ad_plan_balanced(const ingot_ad_kernel_meta *m, const ingot_attention_graph *g,
                                                   const ingot_device_caps *caps, int64_t B, int64_t Hkv,
                                                   int64_t Sq, int64_t D, int64_t rows_total, int64_t row_blocks,
-                                                  int64_t units, int paged, int64_t page_size, double cost,
+                                                  int64_t units, int64_t fill, int paged, int64_t page_size, double cost,
                                                   ingot_dispatch_plan *out, char *err, size_t err_size) {
   const uint64_t ws = ingot_ad_balanced_workspace(B, Hkv, rows_total, D, units);
   if (ws == 0) return ingot_ad_error(err, err_size, "plan: balanced workspace size overflows 64 bits");
@@ -162,12 +162,13 @@ static inline ingot_status ingot_ad_plan_balanced(const ingot_ad_kernel_meta *m,
   out->cost = cost;
   out->workspace_bytes = ws;
   out->num_launches = 2;
-  out->launches[0] = (ingot_launch){0, {(uint32_t)(units * Hkv * row_blocks), 1, 1}, {threads, 1, 1}, 0,
+  out->launches[0] = (ingot_launch){0, {(uint32_t)((units + B - 1) * Hkv * row_blocks), 1, 1}, {threads, 1, 1}, 0,
                                     INGOT_LAUNCH_PROGRAMMATIC};
   out->launches[1] = (ingot_launch){1, {merge_x, (uint32_t)Hkv, (uint32_t)B}, {merge_threads, 1, 1}, 0,
                                     INGOT_LAUNCH_PROGRAMMATIC};
   ingot_ad_plan_scalars(g, paged, page_size, Sq, Hkv, out);
-  out->flags |= INGOT_AD_FLAG_BALANCED | (int32_t)(B << INGOT_AD_FLAG_BATCH_SHIFT);
+  out->flags |= INGOT_AD_FLAG_BALANCED | (int32_t)(B << INGOT_AD_FLAG_BATCH_SHIFT) |
+                (int32_t)(fill << INGOT_AD_FLAG_FILL_SHIFT);
   return INGOT_OK;
 }
 
@@ -292,23 +293,34 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   }
 
   /* Balanced split (docs/INTERNALS.md "Balanced split"): a batch of 2 to
-   * INGOT_AD_BALANCED_MAX_BATCH sequences runs the same number of workgroups as
-   * the uniform plan above (units = splits x B per KV head and row block, at
-   * most the kernels' 256 and the kernel's max_splits), but each takes an equal
-   * share of the batch's real tiles, decided on the device from the lengths.
+   * INGOT_AD_BALANCED_MAX_BATCH sequences is cut into as many equal shares of
+   * its real tiles as the uniform plan above has workgroups (units = splits x B
+   * per KV head and row block, at most the kernels' 256 and the kernel's
+   * max_splits), decided on the device from the lengths; a share's pieces (one
+   * per sequence it overlaps) run as workgroups of their own.
    * When the cap binds (B large) it is taken only if the units still fill the
-   * device. The modelled time is the uniform plan's: the model knows only the
+   * device. The device takes at least `fill` of the units (one round) and more
+   * for long batches (ingot_attention_decode_balance.h, ingot_ad_bal_active).
+   * The modelled time is the uniform plan's: the model knows only the
    * capacity, and kernels of one rank compare as before. */
   int64_t units = 0;
   if (caps->balance && B > 1 && B <= INGOT_AD_BALANCED_MAX_BATCH) {
     int64_t most_units = pol->kernel_max_splits < m->max_splits ? pol->kernel_max_splits : m->max_splits;
     if (most_units > INT32_MAX / (Hkv * row_blocks)) most_units = INT32_MAX / (Hkv * row_blocks);
-    const int64_t want = splits * B; /* <= 256 x 4096 */
+    const int64_t want = splits * B; /* <= 256 x 1024 */
     units = want < most_units ? want : most_units;
     if (units < want && units * Hkv * row_blocks < resident) units = 0;
+    /* the split grid has a workgroup per slot: units + B - 1 of them per KV head and row block */
+    if (units + B - 1 > INT32_MAX / (Hkv * row_blocks)) units = 0;
   }
-  if (units > 0) return ingot_ad_plan_balanced(m, g, caps, B, Hkv, Sq, D, rows_total, row_blocks, units, paged,
-                                               page_size, out_cost, out, err, err_size);
+  if (units > 0) {
+    /* the units that fill one round of resident workgroups: the device takes at
+     * least these (and more for long batches; ingot_ad_bal_active) */
+    int64_t fill = ingot_ad_ceil_div(resident, Hkv * row_blocks);
+    if (fill > units) fill = units; /* <= 256: fits the flags' field */
+    return ingot_ad_plan_balanced(m, g, caps, B, Hkv, Sq, D, rows_total, row_blocks, units, fill, paged, page_size,
+                                  out_cost, out, err, err_size);
+  }
 
   /* Workspace (templates/ingot_attention_decode.h, workspace_block): per (sequence,
    * KV head) lse [rows_total*splits] padded to 4 floats, then O [rows_total*splits*D]. */

@@ -28,8 +28,9 @@ static int32_t get_i32(const uint8_t *b) {
   return v;
 }
 
-/* A balanced plan: 2..4096 sequences, 1..min(256, max_splits) units per KV
- * head and row block, split grid (units x Hkv x row blocks, 1, 1), the merge
+/* A balanced plan: 2..INGOT_AD_BALANCED_MAX_BATCH sequences, 1..min(256,
+ * max_splits) units per KV head and row block, split grid ((units + B - 1) x
+ * Hkv x row blocks, 1, 1): a workgroup per slot), the merge
  * grid of `units` segments, both programmatic, the batch in flags, and the
  * workspace of the layout (per KV head (units + B) slots of rows_total x
  * (D + 1) floats, lse padded to 4, then B + 1 int64 prefix sums). */
@@ -40,8 +41,11 @@ static void fz_check_balanced(const ingot_ad_kernel_meta *m, const ingot_attenti
              (long long)B, caps->balance);
   FZ_REQUIRE(D == m->head_dim && Sq >= 1 && Sq <= m->max_sq && Hkv >= 1, "shape");
   const int base = (g->mask == INGOT_MASK_CAUSAL ? 1 : 0) | (g->lse.rank != 0 ? 2 : 0);
-  FZ_REQUIRE(p->flags == (base | INGOT_AD_FLAG_BALANCED | (int)(B << INGOT_AD_FLAG_BATCH_SHIFT)), "flags %d",
-             p->flags);
+  const int fill = ingot_ad_bal_fill(p->flags);
+  FZ_REQUIRE(fill >= 1 && fill <= p->num_splits, "fill %d of %d units", fill, p->num_splits);
+  FZ_REQUIRE(p->flags == (base | INGOT_AD_FLAG_BALANCED | (int)(B << INGOT_AD_FLAG_BATCH_SHIFT) |
+                          (fill << INGOT_AD_FLAG_FILL_SHIFT)),
+             "flags %d", p->flags);
   FZ_REQUIRE(p->num_splits >= 1 && p->num_splits <= 256 && p->num_splits <= m->max_splits, "units %d",
              p->num_splits);
   FZ_REQUIRE(p->num_launches == 2 && p->cost >= 0.0 && p->cost <= 1e300, "launches %d cost %g", p->num_launches,
@@ -50,7 +54,8 @@ static void fz_check_balanced(const ingot_ad_kernel_meta *m, const ingot_attenti
   const fz_u128 row_blocks = (rows_total + (uint64_t)m->rows - 1) / (uint64_t)m->rows;
   const fz_u128 threads = (fz_u128)(uint64_t)m->waves * (uint64_t)caps->wave_size;
   const ingot_launch *split = &p->launches[0], *merge = &p->launches[1];
-  FZ_REQUIRE(split->entry == 0 && split->grid[0] == (fz_u128)(uint64_t)p->num_splits * (uint64_t)Hkv * row_blocks &&
+  FZ_REQUIRE(split->entry == 0 &&
+                 split->grid[0] == ((fz_u128)(uint64_t)p->num_splits + (uint64_t)B - 1) * (uint64_t)Hkv * row_blocks &&
                  split->grid[1] == 1 && split->grid[2] == 1 && split->grid[0] <= INT32_MAX,
              "balanced split grid (%u, %u, %u)", split->grid[0], split->grid[1], split->grid[2]);
   FZ_REQUIRE(split->block[0] == threads && threads <= 1024 && split->flags == INGOT_LAUNCH_PROGRAMMATIC,
@@ -119,7 +124,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       lens[b] = (v & 3) == 0 ? (int32_t)(v >> 32) : (int32_t)((v >> 32) % ((uint64_t)g.capacity + 2));
     }
     char msg[512];
-    const char *why = rs_check(lens, B, (int)g.capacity, m.waves * m.tokens_per_wave, p.num_splits, g.k.dims[2],
+    const char *why = rs_check(lens, B, (int)g.capacity, m.waves * m.tokens_per_wave, p.num_splits,
+                               ingot_ad_bal_fill(p.flags), g.k.dims[2],
                                (long long)m.group * m.max_sq, g.q.dims[3], p.workspace_bytes, NULL, msg, sizeof msg);
     FZ_REQUIRE(why == NULL, "balanced schedule: %s", why);
   } else {

@@ -12,7 +12,8 @@
  *    huge sequence moving), every replay against the reference, the last
  *    against a direct execute bit for bit;
  *  - the same batch planned uniform (INGOT_BALANCE=0) matches the reference too.
- * Usage: <binary> [pack_dir] */
+ * INGOT_RAGGED_QUICK=1 (for compute-sanitizer runs): one contiguous and one
+ * paged case, 4 graph replays. Usage: <binary> [pack_dir] */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 #define TEST_NAME "test_gpu_ragged"
 
 static int g_balanced_plans = 0;
+static int g_quick = 0; /* INGOT_RAGGED_QUICK */
 
 /* The balanced workspace (templates/ingot_attention_decode_dispatch.h,
  * ingot_ad_balanced_workspace): per KV head (units + B) slots of rows_total
@@ -192,7 +194,7 @@ static int graph_replay(dh_session *s, const dh_kernel *k, int B, int cap, uint6
   }
   printf("  graph %s: kernel %s, %d units\n", dh_describe(&c, d, sizeof d), ingot_plan_kernel_name(c.plan),
          ingot_plan_num_splits(c.plan));
-  for (int t = 0; t < 24 && failures == 0; ++t) {
+  for (int t = 0; t < (g_quick ? 4 : 24) && failures == 0; ++t) {
     fill(lens, B, cap, t % 3 == 2 ? kLogSpread : t % 3 == 1 ? kMixed : kOneHuge);
     if (dh_set_lengths(&c, lens) != 0 || dh_poison_outputs(&c) != 0 || gpu_graph_launch(exec, s->stream) != 0 ||
         gpu_stream_sync(s->stream) != 0) {
@@ -265,6 +267,16 @@ int main(int argc, char **argv) {
   const dh_kernel *kp = dh_session_kernel(&sess, 1, 1, 1, NULL);
   const dh_kernel *ks = dh_session_kernel(&sess, 0, 2, 1, NULL); /* Sq > 1 */
   uint64_t seed = sess.seed;
+  const char *quick = getenv("INGOT_RAGGED_QUICK");
+  g_quick = quick != NULL && strcmp(quick, "1") == 0;
+  if (g_quick) { /* compute-sanitizer: both merges, both layouts, a graph */
+    other += ragged_case(&sess, kc, NULL, 24, 1024, INGOT_MASK_NONE, 1, seed++, &bitwise);
+    if (kp != NULL) other += ragged_case(&sess, kp, kc, 3, 256, INGOT_MASK_CAUSAL, 1, seed++, &bitwise);
+    other += graph_replay(&sess, kc, 8, 512, seed++);
+    printf("%s: quick: %d balanced plans, %d paged/contiguous bitwise comparisons\n", TEST_NAME, g_balanced_plans,
+           bitwise);
+    return dh_session_close(&sess, TEST_NAME, other);
+  }
   /* many units (wide merge) and few (compact: B 3 at 256 tokens) */
   other += ragged_case(&sess, kc, NULL, 24, 2048, INGOT_MASK_NONE, 1, seed++, &bitwise);
   other += ragged_case(&sess, kc, NULL, 3, 256, INGOT_MASK_CAUSAL, 1, seed++, &bitwise);

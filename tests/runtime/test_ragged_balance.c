@@ -1,9 +1,10 @@
 /* test_ragged_balance.c: the balanced split mode's arithmetic and planning
  * (templates/ingot_attention_decode_balance.h, ingot_attention_decode_dispatch.h;
  * docs/INTERNALS.md "Balanced split"), host only.
- *  - The plan: a batch of 2..4096 sequences is balanced when the caps allow it
- *    (units = the uniform plan's segments x B, capped at 256 and the kernel's
- *    max_splits), with the uniform plan's modelled time; B = 1, B > 4096 and
+ *  - The plan: a batch of 2..INGOT_AD_BALANCED_MAX_BATCH (1024) sequences is
+ *    balanced when the caps allow it (units = the uniform plan's segments x B,
+ *    capped at 256 and the kernel's max_splits), with the uniform plan's
+ *    modelled time; B = 1, B past the maximum and
  *    caps.balance = 0 give the uniform plan, unchanged. Grids, flags and the
  *    workspace bound follow the layout.
  *  - The schedule (test_ragged_schedule.h replays what the kernels compute) on
@@ -21,8 +22,9 @@
 extern const ingot_dispatch_entry ingot_attention_decode_dispatch;
 
 #define MAX_CAPACITY 2147482623 /* the pack's admitted maximum (configs/attention_decode.yaml) */
+#define ARITH_BATCH 4096        /* the arithmetic is checked to this batch, past the plan's maximum */
 
-static int32_t g_lens[INGOT_AD_BALANCED_MAX_BATCH + 1];
+static int32_t g_lens[ARITH_BATCH + 1];
 
 /* A length vector of one of several shapes; some raw values lie outside [0, capacity]. */
 static void fill_lengths(int32_t *lens, int B, int capacity, int kind) {
@@ -73,8 +75,8 @@ static void check_plans(void) {
   for (int it = 0; it < 300; ++it) {
     const ingot_ad_kernel_meta *m = &kernels[rnd_range(0, 4)];
     const int pick = (int)rnd_range(0, 9);
-    const int B = pick == 0 ? 1 : pick == 1 ? INGOT_AD_BALANCED_MAX_BATCH + (int)rnd_range(0, 3)
-                : pick == 2 ? INGOT_AD_BALANCED_MAX_BATCH : (int)rnd_range(2, pick < 6 ? 64 : 1024);
+    const int B = pick == 0 ? 1 : pick == 1 ? INGOT_AD_BALANCED_MAX_BATCH + (int)rnd_range(1, 3000)
+                : pick == 2 ? INGOT_AD_BALANCED_MAX_BATCH : (int)rnd_range(2, pick < 6 ? 64 : INGOT_AD_BALANCED_MAX_BATCH);
     const int Hkv = (int)rnd_range(1, 8), paged = m->paged, blocks = (int)rnd_range(1, 3);
     const int64_t capacity = rnd_range(0, 3) == 0 ? rnd_range(1, 1 << 20) / 64 * 64 + 64 : 64 * rnd_range(1, 4096);
     ingot_dispatch_plan u, p;
@@ -98,9 +100,13 @@ static void check_plans(void) {
     }
     ++balanced;
     capped += units < want;
-    CHECK(p.flags == (u.flags | INGOT_AD_FLAG_BALANCED | (B << INGOT_AD_FLAG_BATCH_SHIFT)));
+    int64_t fill = (resident + Hkv * row_blocks - 1) / (Hkv * row_blocks);
+    if (fill > units) fill = units;
+    CHECK(p.flags == (u.flags | INGOT_AD_FLAG_BALANCED | (B << INGOT_AD_FLAG_BATCH_SHIFT) |
+                      (int)(fill << INGOT_AD_FLAG_FILL_SHIFT)));
+    CHECK(ingot_ad_bal_fill(p.flags) == fill && fill >= 1);
     CHECK(p.num_splits == units && p.cost == u.cost && p.num_launches == 2);
-    CHECK(p.launches[0].entry == 0 && p.launches[0].grid[0] == (uint32_t)(units * Hkv * row_blocks) &&
+    CHECK(p.launches[0].entry == 0 && p.launches[0].grid[0] == (uint32_t)((units + B - 1) * Hkv * row_blocks) &&
           p.launches[0].grid[1] == 1 && p.launches[0].grid[2] == 1 && p.launches[0].block[0] == u.launches[0].block[0]);
     const uint32_t merge_threads = INGOT_AD_MERGE_WAVES * 32;
     const uint32_t merge_x = units <= INGOT_AD_COMPACT_MERGE_SPLITS
@@ -112,7 +118,8 @@ static void check_plans(void) {
     /* the schedule on this plan, with fresh lengths */
     fill_lengths(g_lens, B, (int)capacity, (int)rnd_range(0, 5));
     char msg[512];
-    const char *why = rs_check(g_lens, B, (int)capacity, tile_of(m), p.num_splits, Hkv, rows_total, m->head_dim,
+    const char *why = rs_check(g_lens, B, (int)capacity, tile_of(m), p.num_splits, ingot_ad_bal_fill(p.flags), Hkv,
+                               rows_total, m->head_dim,
                                p.workspace_bytes, NULL, msg, sizeof msg);
     if (why) fprintf(stderr, "plan B %d Hkv %d capacity %lld units %d: %s\n", B, Hkv, (long long)capacity,
                      p.num_splits, why);
@@ -128,13 +135,13 @@ static void check_schedules(void) {
   long long pieces = 0;
   int vectors = 0;
   for (int it = 0; it < 400; ++it) {
-    const int B = it % 10 == 0 ? INGOT_AD_BALANCED_MAX_BATCH : (int)rnd_range(2, it % 3 ? 64 : 4096);
+    const int B = it % 10 == 0 ? ARITH_BATCH : (int)rnd_range(2, it % 3 ? 64 : ARITH_BATCH);
     const int capacity = it % 4 == 0 ? MAX_CAPACITY : (int)rnd_range(1, 1 << 22);
-    const int tile = tiles[rnd_range(0, 3)], units = (int)rnd_range(1, 256);
+    const int tile = tiles[rnd_range(0, 3)], units = (int)rnd_range(1, 256), fill = (int)rnd_range(1, units);
     fill_lengths(g_lens, B, capacity, (int)rnd_range(0, 5));
     char msg[512];
     long long np = 0;
-    const char *why = rs_check(g_lens, B, capacity, tile, units, 0, 0, 0, 0, &np, msg, sizeof msg);
+    const char *why = rs_check(g_lens, B, capacity, tile, units, fill, 0, 0, 0, 0, &np, msg, sizeof msg);
     if (why) fprintf(stderr, "B %d capacity %d tile %d units %d: %s\n", B, capacity, tile, units, why);
     CHECK(why == NULL);
     pieces += np;
@@ -144,7 +151,7 @@ static void check_schedules(void) {
    * at and just past 2^31; and the largest batch, every sequence at the largest capacity */
   static const int64_t targets[] = {((int64_t)1 << 31) - 1, (int64_t)1 << 31, ((int64_t)1 << 31) + 4097};
   for (int t = 0; t < 3; ++t) {
-    const int B = INGOT_AD_BALANCED_MAX_BATCH;
+    const int B = ARITH_BATCH;
     int64_t sum = 0;
     for (int b = 0; b < B; ++b) {
       g_lens[b] = (int32_t)(targets[t] / B + rnd_range(-1000, 1000));
@@ -153,34 +160,41 @@ static void check_schedules(void) {
     g_lens[B - 1] += (int32_t)(targets[t] - sum); /* exactly the target */
     for (int tile = 16; tile <= 128; tile *= 2) {
       char msg[512];
-      const char *why = rs_check(g_lens, B, MAX_CAPACITY, tile, 256, 8, 4, 128,
+      const char *why = rs_check(g_lens, B, MAX_CAPACITY, tile, 256, (int)rnd_range(1, 256), 8, 4, 128,
                                  ingot_ad_balanced_workspace(B, 8, 4, 128, 256), NULL, msg, sizeof msg);
       if (why) fprintf(stderr, "sum %lld, tile %d: %s\n", (long long)targets[t], tile, why);
       CHECK(why == NULL);
     }
   }
-  for (int b = 0; b < INGOT_AD_BALANCED_MAX_BATCH; ++b) g_lens[b] = rnd_range(0, 1) ? MAX_CAPACITY : INT32_MAX;
+  for (int b = 0; b < ARITH_BATCH; ++b) g_lens[b] = rnd_range(0, 1) ? MAX_CAPACITY : INT32_MAX;
   char msg[512];
   long long np = 0;
-  const char *why = rs_check(g_lens, INGOT_AD_BALANCED_MAX_BATCH, MAX_CAPACITY, 16, 256, 1, 1, 32,
-                             ingot_ad_balanced_workspace(INGOT_AD_BALANCED_MAX_BATCH, 1, 1, 32, 256), &np, msg,
+  const char *why = rs_check(g_lens, ARITH_BATCH, MAX_CAPACITY, 16, 256, 33, 1, 1, 32,
+                             ingot_ad_balanced_workspace(ARITH_BATCH, 1, 1, 32, 256), &np, msg,
                              sizeof msg);
   if (why) fprintf(stderr, "B 4096 all at capacity 2^31 - 1025: %s\n", why);
   /* 256 equal shares of 16 whole sequences each: one piece per sequence, none split */
-  CHECK(why == NULL && np == INGOT_AD_BALANCED_MAX_BATCH);
+  CHECK(why == NULL && np == ARITH_BATCH);
   /* tiles 3, 2, 2, 2 over 3 units ([0,3) [3,6) [6,9)): only sequence 2 ([5,7)) is cut */
   g_lens[0] = 16 * 3;
   for (int b = 1; b < 4; ++b) g_lens[b] = 16 * 2;
-  why = rs_check(g_lens, 4, 1000, 16, 3, 0, 0, 0, 0, &np, msg, sizeof msg);
+  why = rs_check(g_lens, 4, 1000, 16, 3, 3, 0, 0, 0, 0, &np, msg, sizeof msg);
   CHECK(why == NULL && np == 5);
   /* an empty batch: no unit has a share, every sequence no piece */
   memset(g_lens, 0, sizeof g_lens);
-  why = rs_check(g_lens, 17, 1000, 64, 40, 0, 0, 0, 0, &np, msg, sizeof msg);
+  why = rs_check(g_lens, 17, 1000, 64, 40, 20, 0, 0, 0, 0, &np, msg, sizeof msg);
   CHECK(why == NULL && np == 0);
-  /* more units than tiles: each tile its own unit */
+  /* more units than tiles, all of them filling: each tile its own unit */
   for (int b = 0; b < 5; ++b) g_lens[b] = 64 * (b + 1);
-  why = rs_check(g_lens, 5, 1000, 64, 200, 0, 0, 0, 0, &np, msg, sizeof msg);
+  why = rs_check(g_lens, 5, 1000, 64, 200, 200, 0, 0, 0, 0, &np, msg, sizeof msg);
   CHECK(why == NULL && np == 15);
+  /* a short batch takes `fill` units, not all: 15 tiles over 3 of 200, shares of 5 */
+  CHECK(ingot_ad_bal_active(15, 200, 3) == 3);
+  why = rs_check(g_lens, 5, 1000, 64, 200, 3, 0, 0, 0, 0, &np, msg, sizeof msg);
+  CHECK(why == NULL && np == 6); /* tiles 1, 2, 3, 4, 5 over [0,5) [5,10) [10,15): only sequence 2 is cut */
+  /* a long batch takes shares of at most INGOT_AD_BALANCED_SHARE_TILES tiles, up to the units */
+  CHECK(ingot_ad_bal_active(64 * 100, 256, 33) == 100 && ingot_ad_bal_active(64 * 100 + 1, 256, 33) == 101);
+  CHECK(ingot_ad_bal_active(64 * 1000, 256, 33) == 256 && ingot_ad_bal_active(0, 256, 33) == 0);
   printf("  schedules: %d random vectors, %lld pieces; sums near 2^31 and B = 4096 at capacity\n", vectors, pieces);
 }
 
@@ -207,9 +221,9 @@ static void check_negative_control(void) {
     }
   CHECK(collisions > 0); /* slot = w alone collides; w + b (the header's) does not (check_schedules) */
   char msg[256];
-  CHECK(rs_check(g_lens, 8, 1000, 64, 12, 0, 0, 0, 0, NULL, msg, sizeof msg) == NULL);
+  CHECK(rs_check(g_lens, 8, 1000, 64, 12, 12, 0, 0, 0, 0, NULL, msg, sizeof msg) == NULL);
   /* a wrong workspace size is caught */
-  CHECK(rs_check(g_lens, 8, 1000, 64, 12, 2, 4, 128, ingot_ad_balanced_workspace(8, 2, 4, 128, 12) - 8, NULL, msg,
+  CHECK(rs_check(g_lens, 8, 1000, 64, 12, 12, 2, 4, 128, ingot_ad_balanced_workspace(8, 2, 4, 128, 12) - 8, NULL, msg,
                  sizeof msg) != NULL);
 }
 

@@ -8,7 +8,8 @@
  * the merge's lookup (merge_source: units unit_of(P_b) .. unit_of(E_b - 1))
  * finds exactly the pieces that wrote a partial, and skips exactly the
  * sequences one unit wrote whole; the workspace holds every slot and the
- * prefix sums. Shared by test_ragged_balance and the planning fuzzer. */
+ * prefix sums; each unit's pieces add up to its share. Shared by
+ * test_ragged_balance and the planning fuzzer. */
 #ifndef INGOT_TEST_RAGGED_SCHEDULE_H
 #define INGOT_TEST_RAGGED_SCHEDULE_H
 
@@ -24,39 +25,36 @@ typedef struct rs_piece {
   long long from, to;
 } rs_piece;
 
-/* The first b with P[b + 1] > t (the sequence holding tile t, 0 <= t < P[B]). */
-static inline int rs_holder(const long long *P, int B, long long t) {
-  int lo = 0, hi = B - 1;
-  while (lo < hi) {
-    const int mid = lo + (hi - lo) / 2;
-    if (P[mid + 1] > t) hi = mid;
-    else lo = mid + 1;
-  }
-  return lo;
-}
-
-/* Replays the schedule of a balanced plan with `units` units on lengths
- * lens[0..B) (raw device values). ws_bytes: the plan's workspace for rows_total
+/* Replays the schedule of a balanced plan with `units` units (`fill` of them
+ * at least, when the batch has the tiles) on lengths lens[0..B) (raw device
+ * values). ws_bytes: the plan's workspace for rows_total
  * rows of head dim D and Hkv KV heads (0: not checked). Returns NULL when every
  * invariant holds, else what failed (in msg). *pieces_out (optional) gets the
  * number of pieces. */
-static inline const char *rs_check(const int32_t *lens, int B, int capacity, int tile, int units, long long Hkv,
+static inline const char *rs_check(const int32_t *lens, int B, int capacity, int tile, int units, int fill, long long Hkv,
                                    long long rows_total, long long D, unsigned long long ws_bytes, long long *pieces_out,
                                    char *msg, size_t msg_size) {
 #define RS_FAIL(...)                          \
   do {                                        \
     snprintf(msg, msg_size, __VA_ARGS__);     \
     free(P), free(pc), free(used), free(cnt); \
+    free(by_slot);                            \
     return msg;                               \
   } while (0)
+  rs_piece *by_slot = NULL;
   long long *P = calloc((size_t)B + 1, sizeof *P);
   rs_piece *pc = calloc((size_t)units + (size_t)B + 1, sizeof *pc);
   unsigned char *used = calloc((size_t)units + (size_t)B, 1);
   int *cnt = calloc((size_t)B, sizeof *cnt);
   if (!P || !pc || !used || !cnt) RS_FAIL("out of memory");
   for (int b = 0; b < B; ++b) P[b + 1] = P[b] + ingot_ad_bal_tiles(lens[b], capacity, tile);
-  const long long total = P[B], active = ingot_ad_bal_active(total, units);
-  if (active < 0 || active > units || (total > 0) != (active > 0)) RS_FAIL("active %lld of %d units, %lld tiles", active, units, total);
+  const long long total = P[B], active = ingot_ad_bal_active(total, units, fill);
+  const long long by_share = (total + INGOT_AD_BALANCED_SHARE_TILES - 1) / INGOT_AD_BALANCED_SHARE_TILES;
+  /* as many as a full round (fill) or shares of at most SHARE_TILES need, within units and tiles */
+  const long long want = by_share > fill ? by_share : fill;
+  if (active != (want < units ? (want < total ? want : total) : (units < total ? units : total)) ||
+      (total > 0) != (active > 0))
+    RS_FAIL("active %lld of %d units (fill %d), %lld tiles", active, units, fill, total);
   /* the shares: non-empty, within one tile of each other, tiling [0, total) */
   const long long lo_share = active ? total / active : 0;
   for (long long w = 0; w < active; ++w) {
@@ -68,27 +66,49 @@ static inline const char *rs_check(const int32_t *lens, int B, int capacity, int
   }
   if (active && (ingot_ad_bal_start(0, total, active) != 0 || ingot_ad_bal_start(active, total, active) != total))
     RS_FAIL("the shares do not start at 0 and end at %lld", total);
-  /* the pieces, as decode_split_balanced walks them */
-  long long np = 0;
-  for (long long w = 0; w < active; ++w) {
-    const long long t0 = ingot_ad_bal_start(w, total, active), t1 = ingot_ad_bal_start(w + 1, total, active);
-    const int bf = rs_holder(P, B, t0), bl = rs_holder(P, B, t1 - 1);
-    long long p = P[bf];
-    for (int b = bf; b <= bl; ++b) {
-      const int len = ingot_ad_bal_clamp(lens[b], capacity);
-      const long long n = ((long long)len + tile - 1) / tile;
+  /* the pieces, as decode_split_balanced finds them: workgroup (slot) s takes the
+   * piece (w, b) with w + b = s and w a unit of b's; at most one b per slot, so
+   * the thread holding b is the only writer. Enumerated per sequence here, each
+   * slot's finder checked unique. */
+  const long long slots = (long long)units + B - 1; /* the split grid's slot workgroups */
+  by_slot = calloc((size_t)slots + 1, sizeof *by_slot);
+  if (!by_slot) RS_FAIL("out of memory");
+  for (int b = 0; b < B; ++b) {
+    const int len = ingot_ad_bal_clamp(lens[b], capacity);
+    const long long p = P[b], n = ingot_ad_bal_tiles(lens[b], capacity, tile);
+    if (n == 0) continue;
+    const long long w0 = ingot_ad_bal_unit_of(p, total, active), w1 = ingot_ad_bal_unit_of(p + n - 1, total, active);
+    if (w0 < 0 || w1 < w0 || w1 >= active) RS_FAIL("sequence %d: units %lld .. %lld of %lld active", b, w0, w1, active);
+    for (long long w = w0; w <= w1; ++w) {
+      const long long sl = w + b;
+      if (sl >= slots || by_slot[sl].to > 0)
+        RS_FAIL("slot %lld: two pieces (sequence %d unit %lld; sequence %d) or past the %lld slots", sl, b, w,
+                by_slot[sl < slots ? sl : 0].b, slots);
+      rs_piece *x = &by_slot[sl];
       long long from, to;
       ingot_ad_bal_piece(w, total, active, p, n, &from, &to);
-      if (from < to) {
-        if (np >= (long long)units + B) RS_FAIL("more than units + B = %d pieces", units + B);
-        rs_piece *x = &pc[np++];
-        x->w = (int)w, x->b = b, x->from = from, x->to = to;
-        ingot_ad_bal_tokens(from, to, p, len, tile, &x->begin, &x->end);
-        x->slot = ingot_ad_bal_piece_slot(w, b, from, to, p, n);
-        cnt[b]++;
-      }
-      p += n;
+      if (!(from < to)) RS_FAIL("sequence %d: unit %lld of its %lld .. %lld has an empty piece", b, w, w0, w1);
+      x->w = (int)w, x->b = b, x->from = from, x->to = to;
+      ingot_ad_bal_tokens(from, to, p, len, tile, &x->begin, &x->end);
+      x->slot = ingot_ad_bal_piece_slot(w, b, from, to, p, n);
+      cnt[b]++;
     }
+  }
+  /* in slot order the pieces run along the batch (tile order) */
+  long long np = 0;
+  for (long long sl = 0; sl < slots; ++sl)
+    if (by_slot[sl].to > 0) pc[np++] = by_slot[sl];
+  /* each unit's pieces are its share, exactly: the balance */
+  for (long long i = 0, w = -1, sum = 0; i <= np; ++i) {
+    if (i == np || pc[i].w != w) {
+      if (w >= 0 && sum != ingot_ad_bal_start(w + 1, total, active) - ingot_ad_bal_start(w, total, active))
+        RS_FAIL("unit %lld's pieces hold %lld tiles, its share %lld", w, sum,
+                ingot_ad_bal_start(w + 1, total, active) - ingot_ad_bal_start(w, total, active));
+      if (i == np) break;
+      if (pc[i].w < w) RS_FAIL("slot order is not unit order at piece %lld", i);
+      w = pc[i].w, sum = 0;
+    }
+    sum += pc[i].to - pc[i].from;
   }
   /* per sequence: its pieces in order cover tiles [P_b, P_b+1) and tokens [0, L_b);
    * walked in tile order, the pieces of one sequence are adjacent */
@@ -139,7 +159,7 @@ static inline const char *rs_check(const int32_t *lens, int B, int capacity, int
     if (ws_bytes != need) RS_FAIL("workspace %llu bytes, the layout needs %llu", ws_bytes, need);
   }
   if (pieces_out) *pieces_out = np;
-  free(P), free(pc), free(used), free(cnt);
+  free(P), free(pc), free(used), free(cnt), free(by_slot);
   return NULL;
 #undef RS_FAIL
 }
