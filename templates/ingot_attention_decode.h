@@ -946,10 +946,10 @@ INGOT_DEVICE void decode_split_balanced(INGOT_AD_PARAMS) {
     const int len = ingot_ad_bal_clamp(load_dep(seq_lens + j), capacity);
     const long long n = ingot_ad_bal_tiles(len, capacity, T::kTile);
     if (writer) prefix[j] = p;
-    const long long w = (long long)s - j;
-    if (n > 0 && w >= ingot_ad_bal_unit_of(p, total, active) && w <= ingot_ad_bal_unit_of(p + n - 1, total, active)) {
-      long long from, to;
-      ingot_ad_bal_piece(w, total, active, p, n, &from, &to);
+    const long long w = (long long)s - j;  // the unit whose piece of j this slot would hold
+    long long from = 0, to = 0;
+    if (n > 0 && w >= 0 && w < active) ingot_ad_bal_piece(w, total, active, p, n, &from, &to);
+    if (from < to) {  // unit w's share overlaps sequence j
       bal.piece.b = j;
       bal.piece.seg.valid = len;
       ingot_ad_bal_tokens(from, to, p, len, T::kTile, &bal.piece.seg.begin, &bal.piece.seg.end);

@@ -28,8 +28,11 @@
 #else
 #define INGOT_AD_BAL_FN __attribute__((device)) __attribute__((always_inline)) inline
 #endif
+/* An approximate float reciprocal (refined below, never trusted alone). */
+#define INGOT_AD_BAL_RCP(x) ingot::fast_rcp(x)
 #else
 #define INGOT_AD_BAL_FN static inline
+#define INGOT_AD_BAL_RCP(x) (1.0f / (x))
 #endif
 
 /* The plan takes the balanced mode for batches up to this many sequences:
@@ -43,10 +46,28 @@
 #define INGOT_AD_FLAG_BALANCED 4
 #define INGOT_AD_FLAG_BATCH_SHIFT 16
 
-/* Tiles of a sequence of raw device length len: clamped to [0, capacity]. */
+/* Tiles of a sequence of raw device length len: clamped to [0, capacity]
+ * (capacity + tile - 1 < 2^31, the plan's bound: 32-bit arithmetic). */
 INGOT_AD_BAL_FN long long ingot_ad_bal_tiles(int len, int capacity, int tile) {
   const int l = len < 0 ? 0 : (len > capacity ? capacity : len);
-  return ((long long)l + tile - 1) / tile;
+  return (long long)((l + (tile - 1)) / tile);
+}
+
+/* floor(x / d) for 0 <= x < 2^63 and 1 <= d <= 65535, exactly, in four
+ * 32-bit divisions of 16-bit digits: a 64-bit division is a called
+ * subroutine on NVIDIA (a function of its own in the code object). */
+INGOT_AD_BAL_FN long long ingot_ad_bal_div_small(long long x, long long d) {
+  const unsigned long long u = (unsigned long long)x;
+  const unsigned dd = (unsigned)d;
+  unsigned long long q = 0;
+  unsigned r = 0;
+  for (int i = 3; i >= 0; --i) {
+    const unsigned cur = (r << 16) | (unsigned)((u >> (16 * i)) & 0xffffu); /* r < d <= 2^16 - 1 */
+    const unsigned qd = cur / dd;
+    r = cur - qd * dd;
+    q = (q << 16) | qd;
+  }
+  return (long long)q;
 }
 
 /* The clamped length itself. */
@@ -78,15 +99,23 @@ INGOT_AD_BAL_FN long long ingot_ad_bal_active(long long total, int units, int fi
 INGOT_AD_BAL_FN int ingot_ad_bal_fill(int flags) { return (flags >> INGOT_AD_FLAG_FILL_SHIFT) & INGOT_AD_FLAG_FILL_MASK; }
 
 /* First tile of unit w (0 <= w <= active; start(active) = total). total <=
- * 4096 x 2^31 and w <= 256 (the plan's bounds): the product stays below 2^52. */
+ * 4096 x 2^31 and w <= active <= 256 (the plan's bounds): the product stays
+ * below 2^52, the divisor below 2^16. */
 INGOT_AD_BAL_FN long long ingot_ad_bal_start(long long w, long long total, long long active) {
-  return active > 0 ? w * total / active : 0;
+  return active > 0 ? ingot_ad_bal_div_small(w * total, active) : 0;
 }
 
-/* The unit whose share holds tile t (0 <= t < total): the largest w with
- * start(w) <= t, i.e. floor(((t + 1) * active - 1) / total). */
+/* The unit whose share holds tile t (0 <= t < total): the largest w < active
+ * with start(w) <= t (= floor(((t + 1) * active - 1) / total)). A float
+ * estimate within a unit or two, then exact steps on start(), which never
+ * decreases: no 64-bit division. */
 INGOT_AD_BAL_FN long long ingot_ad_bal_unit_of(long long t, long long total, long long active) {
-  return ((t + 1) * active - 1) / total;
+  long long w = (long long)((float)t * ((float)active * INGOT_AD_BAL_RCP((float)total)));
+  if (w > active - 1) w = active - 1;
+  if (w < 0) w = 0;
+  while (w > 0 && ingot_ad_bal_start(w, total, active) > t) --w;
+  while (w + 1 < active && ingot_ad_bal_start(w + 1, total, active) <= t) ++w;
+  return w;
 }
 
 /* The overlap of a share [s0, s1) with a sequence's tiles [p, p + n): tiles
