@@ -7,8 +7,8 @@
  * every INGOT_OK plan must satisfy the grid and workspace invariants of
  * docs/INTERNALS.md 5 (fz_check_plan) and pack 196 kernarg bytes that carry
  * the plan's scalars. A balanced plan (caps.balance; docs/INTERNALS.md
- * "Balanced split") is checked against its own invariants (fz_check_balanced)
- * and its schedule replayed on lengths drawn from the input
+ * section 6) is checked against its own invariants (fz_check_balanced, from
+ * fz_check_plan) and its schedule replayed on lengths drawn from the input
  * (tests/runtime/test_ragged_schedule.h). Input: metadata, caps, then graph
  * mutations. */
 #include "fuzz_common.h"
@@ -26,53 +26,6 @@ static int32_t get_i32(const uint8_t *b) {
   int32_t v;
   memcpy(&v, b, 4);
   return v;
-}
-
-/* A balanced plan: 2..INGOT_AD_BALANCED_MAX_BATCH sequences, 1..min(256,
- * max_splits) units per KV head and row block, split grid ((units + B - 1) x
- * Hkv x row blocks, 1, 1): a workgroup per slot), the merge
- * grid of `units` segments, both programmatic, the batch in flags, and the
- * workspace of the layout (per KV head (units + B) slots of rows_total x
- * (D + 1) floats, lse padded to 4, then B + 1 int64 prefix sums). */
-static void fz_check_balanced(const ingot_ad_kernel_meta *m, const ingot_attention_graph *g,
-                              const ingot_device_caps *caps, const ingot_dispatch_plan *p) {
-  const int64_t B = g->q.dims[0], Sq = g->q.dims[2], D = g->q.dims[3], Hkv = g->k.dims[2];
-  FZ_REQUIRE(caps->balance && B >= 2 && B <= INGOT_AD_BALANCED_MAX_BATCH, "balanced plan of B %lld (balance %d)",
-             (long long)B, caps->balance);
-  FZ_REQUIRE(D == m->head_dim && Sq >= 1 && Sq <= m->max_sq && Hkv >= 1, "shape");
-  const int base = (g->mask == INGOT_MASK_CAUSAL ? 1 : 0) | (g->lse.rank != 0 ? 2 : 0);
-  const int fill = ingot_ad_bal_fill(p->flags);
-  FZ_REQUIRE(fill >= 1 && fill <= p->num_splits, "fill %d of %d units", fill, p->num_splits);
-  FZ_REQUIRE(p->flags == (base | INGOT_AD_FLAG_BALANCED | (int)(B << INGOT_AD_FLAG_BATCH_SHIFT) |
-                          (fill << INGOT_AD_FLAG_FILL_SHIFT)),
-             "flags %d", p->flags);
-  FZ_REQUIRE(p->num_splits >= 1 && p->num_splits <= 256 && p->num_splits <= m->max_splits, "units %d",
-             p->num_splits);
-  FZ_REQUIRE(p->num_launches == 2 && p->cost >= 0.0 && p->cost <= 1e300, "launches %d cost %g", p->num_launches,
-             p->cost);
-  const fz_u128 rows_total = (fz_u128)(uint64_t)m->group * (uint64_t)m->max_sq;
-  const fz_u128 row_blocks = (rows_total + (uint64_t)m->rows - 1) / (uint64_t)m->rows;
-  const fz_u128 threads = (fz_u128)(uint64_t)m->waves * (uint64_t)caps->wave_size;
-  const ingot_launch *split = &p->launches[0], *merge = &p->launches[1];
-  FZ_REQUIRE(split->entry == 0 &&
-                 split->grid[0] == ((fz_u128)(uint64_t)p->num_splits + (uint64_t)B - 1) * (uint64_t)Hkv * row_blocks &&
-                 split->grid[1] == 1 && split->grid[2] == 1 && split->grid[0] <= INT32_MAX,
-             "balanced split grid (%u, %u, %u)", split->grid[0], split->grid[1], split->grid[2]);
-  FZ_REQUIRE(split->block[0] == threads && threads <= 1024 && split->flags == INGOT_LAUNCH_PROGRAMMATIC,
-             "split block %u", split->block[0]);
-  const fz_u128 merge_threads = (fz_u128)INGOT_AD_MERGE_WAVES * (uint64_t)caps->wave_size;
-  const fz_u128 merge_x = p->num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS
-                              ? (rows_total * (fz_u128)(D / 4) + merge_threads - 1) / merge_threads
-                              : rows_total * (fz_u128)(D / 32);
-  FZ_REQUIRE(merge->entry == 1 && merge->grid[0] == merge_x && merge->grid[0] <= INT32_MAX &&
-                 (int64_t)merge->grid[1] == Hkv && (int64_t)merge->grid[2] == B && merge->block[0] == merge_threads &&
-                 merge->flags == INGOT_LAUNCH_PROGRAMMATIC,
-             "balanced merge grid (%u, %u, %u)", merge->grid[0], merge->grid[1], merge->grid[2]);
-  const fz_u128 slots = (fz_u128)(uint64_t)p->num_splits + (uint64_t)B, lse_n = rows_total * slots;
-  const fz_u128 ws = ((lse_n + 3) / 4 * 4 + lse_n * (uint64_t)D) * (uint64_t)Hkv * 4u + ((uint64_t)B + 1) * 8u;
-  FZ_REQUIRE((fz_u128)p->workspace_bytes == ws, "balanced workspace %llu, expected %.0f",
-             (unsigned long long)p->workspace_bytes, (double)ws);
-  FZ_REQUIRE(p->capacity == g->capacity && p->sq == Sq && p->num_kv_heads == Hkv, "scalars");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -111,8 +64,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FZ_REQUIRE(err[0] != 0, "a refused plan without a message");
     return 0;
   }
+  fz_check_plan(&m, &g, &caps, &p); /* a balanced plan: fz_check_balanced (fuzz_common.h) */
   if (p.flags & INGOT_AD_FLAG_BALANCED) {
-    fz_check_balanced(&m, &g, &caps, &p);
     /* the schedule on lengths drawn from the rest of the input: raw values, any int */
     static int32_t lens[INGOT_AD_BALANCED_MAX_BATCH];
     const int B = (int)g.q.dims[0];
@@ -128,8 +81,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                ingot_ad_bal_fill(p.flags), g.k.dims[2],
                                (long long)m.group * m.max_sq, g.q.dims[3], p.workspace_bytes, NULL, msg, sizeof msg);
     FZ_REQUIRE(why == NULL, "balanced schedule: %s", why);
-  } else {
-    fz_check_plan(&m, &g, &caps, &p);
   }
 
   /* pack: every launch gives 196 bytes whose scalars are the plan's. */
