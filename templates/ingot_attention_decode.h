@@ -25,6 +25,7 @@
 #define INGOT_ATTENTION_DECODE_H
 
 #include "ingot_arch.h"
+#include "ingot_attention_decode_balance.h"
 #include "ingot_attention_decode_limits.h"
 
 // One signature for both entry points; the UDD describes it argument by
@@ -49,7 +50,9 @@ namespace ingot {
 
 // kFlagTopLeft: causal with the mask aligned top-left (query i sees keys <= i)
 // instead of bottom-right (keys < L - Sq + 1 + i).
-enum { kFlagCausal = 1, kFlagWriteLse = 2, kFlagTopLeft = 4 };
+// (bit 2 marks a balanced plan, bits 3..11 and 16..30 hold its fill and batch:
+// ingot_attention_decode_balance.h)
+enum { kFlagCausal = 1, kFlagWriteLse = 2, kFlagTopLeft = 1 << 12 };
 enum DType { kBF16 = 0, kFP16 = 1 };
 
 constexpr float kLog2e = 1.4426950408889634f;
@@ -379,6 +382,59 @@ INGOT_DEVICE long long workspace_block(int b, int hkv, int num_kv_heads, int num
   return ((long long)b * num_kv_heads + hkv) * per;
 }
 
+// ---- balanced split: pieces and where their results go ---------------------------
+// (flags & INGOT_AD_FLAG_BALANCED; docs/INTERNALS.md "Balanced split";
+// the arithmetic is ingot_attention_decode_balance.h). A balanced workgroup runs
+// the split path once per piece of its unit's share of the batch; a uniform one
+// runs it once with no piece (nullptr), as before.
+struct Piece {
+  int b;        // the sequence
+  Lengths seg;  // its clamped length and the piece's token range (whole tiles from the start)
+  int slot;     // the piece's workspace slot (w + b), or -1: the whole sequence, written to O
+};
+
+// The batch of a balanced plan (its split grid has no batch dimension).
+INGOT_DEVICE int balanced_batch(int flags) { return flags >> INGOT_AD_FLAG_BATCH_SHIFT; }
+
+// Balanced workspace: per KV head one block of the uniform layout with
+// units + B slots in place of segments (workspace_block<T>(0, hkv, ...)),
+// then the batch's tile prefix sums P[0..B] as int64 (the merge's lookup).
+template <class T>
+INGOT_DEVICE long long balanced_prefix_offset(int num_kv_heads, int num_splits, int rows_total, int flags) {
+  return workspace_block<T>(0, num_kv_heads, num_kv_heads,
+                            (int)ingot_ad_bal_slots(num_splits, balanced_batch(flags)), rows_total);
+}
+
+// Where a split workgroup's rows go: O itself (direct), or row r's fp32 partial
+// at lse[r * stride + slot] and o[(r * stride + slot) * D]. Uniform: segment
+// `split` of the (b, hkv) block; balanced: the piece's slot of the hkv block.
+struct SplitTarget {
+  float *lse, *o;
+  int stride, slot;
+  bool direct;
+};
+
+template <class T>
+INGOT_DEVICE SplitTarget split_target(const Piece *pc, int b, int hkv, int split, float *workspace,
+                                      int num_kv_heads, int num_splits, int rows_total, int flags) {
+  SplitTarget t;
+  if (pc == nullptr) {
+    t.lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, num_splits, rows_total);
+    t.o = t.lse + lse_floats<T>(rows_total, num_splits);
+    t.stride = num_splits;
+    t.slot = split;
+    t.direct = num_splits == 1;
+  } else {
+    const int slots = (int)ingot_ad_bal_slots(num_splits, balanced_batch(flags));
+    t.lse = workspace + workspace_block<T>(0, hkv, num_kv_heads, slots, rows_total);
+    t.o = t.lse + lse_floats<T>(rows_total, slots);
+    t.stride = slots;
+    t.slot = pc->slot;
+    t.direct = pc->slot < 0;
+  }
+  return t;
+}
+
 // Knob `trace`: the records sit past the partials of every (sequence, KV head),
 // 16 words per split workgroup (sm, tokens, then global-timer ns and SM cycles at
 // its start, after the wait, once the length is known, after its first chunk,
@@ -426,13 +482,12 @@ INGOT_DEVICE SplitSmem<T> &split_smem() {
 // them and write O and LSE (one segment) or the segment's fp32 partial.
 template <class T>
 INGOT_DEVICE void finish_split(SplitShared<T> &sh, int tid, int b, int hkv, int split, int row0,
-                               INGOT_AD_PARAMS) {
+                               const Piece *pc, INGOT_AD_PARAMS) {
   constexpr int R = T::kRows, D = T::kHeadDim;
   sync_block();
   // Each thread produces some (row, d) outputs.
   const int rows_total = group * sq;
-  float *ws_lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, num_splits, rows_total);
-  float *ws_o = ws_lse + lse_floats<T>(rows_total, num_splits);
+  const SplitTarget tgt = split_target<T>(pc, b, hkv, split, workspace, num_kv_heads, num_splits, rows_total, flags);
   RowPos pos = row_pos(row0 + tid / D, group);  // of row r below, stepped as r grows
   for (int idx = tid, r = tid / D; idx < R * D; idx += T::kThreads) {
     const int d = idx % D, row = row0 + idx / D;
@@ -452,19 +507,21 @@ INGOT_DEVICE void finish_split(SplitShared<T> &sh, int tid, int b, int hkv, int 
     }
     const float out = den > 0.f ? num * fast_rcp(den) : 0.f;
     const float lse2 = den > 0.f ? m + fast_log2(den) : kNegInf;
-    if (num_splits == 1) {
+    if (tgt.direct) {
       store_row<T>(o, lse, b, hkv, pos, d, out, lse2, sq, num_kv_heads, group, o_stride_b, o_stride_h,
                    o_stride_s, flags);
     } else {
-      const long long rs = (long long)row * num_splits + split;
-      if (d == 0) ws_lse[rs] = lse2;
-      ws_o[rs * D + d] = out;
+      const long long rs = (long long)row * tgt.stride + tgt.slot;
+      if (d == 0) tgt.lse[rs] = lse2;
+      tgt.o[rs * D + d] = out;
     }
   }
 }
 
+// pc: the piece a balanced workgroup runs (decode_split_balanced), nullptr in a
+// uniform plan (sequence block_z(), segment `split`).
 template <class T>
-INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
+INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
   constexpr int R = T::kRows, LPT = T::kLanesPerToken, NL = T::kLoads, TPL = T::kTokensPerLoad;
   constexpr int C = T::kChunk, DT = T::kDType;
   INGOT_SHARED SplitShared<T> sh;
@@ -480,7 +537,7 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
   // (group x sq above ROWS) read the same K and V together (L2).
   const SplitBlock blk = split_block<T>(group, sq, num_kv_heads);
   const int row0 = blk.row0, hkv = blk.hkv, split = blk.split;
-  const int b = block_z();
+  const int b = pc != nullptr ? pc->b : block_z();
 
   // Launched programmatically, this grid may start before the previous one in
   // the stream (which may write q, K, V or the lengths) ends.
@@ -504,7 +561,7 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
       advance(p, 1, group);
     }
   }
-  const Lengths seg = segment<T>(seq_lens, b, capacity, split, num_splits);
+  const Lengths seg = pc != nullptr ? pc->seg : segment<T>(seq_lens, b, capacity, split, num_splits);
   float qf[R][8];
   const float qscale = scale * kLog2e;
 #pragma unroll
@@ -712,7 +769,7 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
   // grid's completion before it reads the workspace. Triggering at the start
   // would let waiting merge workgroups take slots from a second split wave.
   launch_dependents();
-  finish_split<T>(sh, tid, b, hkv, split, row0, INGOT_AD_ARGS);
+  finish_split<T>(sh, tid, b, hkv, split, row0, pc, INGOT_AD_ARGS);
 }
 
 
@@ -727,7 +784,7 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS) {
 // tile i is element d = 64*(i/8) + 8n + i%8, so V is read in 16-byte chunks
 // g + 8*cc and the B operand is two byte permutes away.
 template <class T>
-INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
+INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
   // D: the padded head dim (T::kMmaDim); DC: the 16-byte chunks of a row that hold data.
   constexpr int R = T::kRows, D = T::kMmaDim, DT = T::kDType, C = T::kChunk, NS = T::kStages;
   constexpr int DC = T::kHeadDim / 8;
@@ -748,7 +805,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   const int g = lane >> 2, qd = lane & 3;
   const SplitBlock blk = split_block<T>(group, sq, num_kv_heads);  // grid x as in the SIMT path
   const int row0 = blk.row0, hkv = blk.hkv, split = blk.split;
-  const int b = block_z();
+  const int b = pc != nullptr ? pc->b : block_z();
   unsigned long long tns[6] = {}, tclk[6] = {};  // knob `trace`: the phases' stamps
   if constexpr (T::kTrace) stamp_after(0, tns[0], tclk[0]);
   grid_dependency_wait();  // as in the SIMT path
@@ -775,7 +832,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
     qa[2 * j + 1][2] = w.w;
     qa[2 * j][1] = qa[2 * j][3] = qa[2 * j + 1][1] = qa[2 * j + 1][3] = 0u;
   }
-  const Lengths seg = segment<T>(seq_lens, b, capacity, split, num_splits);
+  const Lengths seg = pc != nullptr ? pc->seg : segment<T>(seq_lens, b, capacity, split, num_splits);
   if constexpr (T::kTrace) {  // after q's loads are issued: waits for the length only
     stamp_after(seg.end, tns[2], tclk[2]);
     tns[3] = tns[2], tclk[3] = tclk[2];  // no chunk: the first chunk's stamp is the length's
@@ -1004,10 +1061,10 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   // grid's completion before it reads the workspace. Triggering at the start
   // would let waiting merge workgroups take slots from a second split wave.
   launch_dependents();
-  finish_split<T>(sh, tid, b, hkv, split, row0, INGOT_AD_ARGS);
+  finish_split<T>(sh, tid, b, hkv, split, row0, pc, INGOT_AD_ARGS);
   if constexpr (T::kTrace) {
     stamp_after(0, tns[5], tclk[5]);
-    if (tid == 0 && workspace != nullptr) {
+    if (tid == 0 && workspace != nullptr && pc == nullptr) {  // no records in a balanced plan
       unsigned long long *rec =
           trace_base<T>(workspace, num_kv_heads, num_splits, group * sq) + 16 * ((long long)block_z() * grid_x() + block_x());
       rec[0] = sm_id();
@@ -1018,8 +1075,104 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS) {
   }
 }
 
+// ---- balanced split (flags & INGOT_AD_FLAG_BALANCED) -------------------------------
+// grid ((units + B - 1) * Hkv * ROW_BLOCKS, 1, 1), x = (s * Hkv + hkv) * ROW_BLOCKS +
+// row block, num_splits = units, the batch in flags. Workgroup s runs the piece
+// (w, b) with w + b = s, if there is one (at most one: along the batch each
+// next piece has a larger w or b, never a smaller one), so each runs the split
+// path once, as a uniform workgroup does. It scans the batch's lengths into tile
+// prefix sums (B <= INGOT_AD_BALANCED_MAX_BATCH, read from L2; thread t a chunk,
+// then a wave shuffle scan and the waves' totals in LDS); the thread whose chunk
+// holds sequence b = s - w for a unit w of b's (unit_of(P_b) .. unit_of(P_b+1 - 1))
+// finds the piece. Workgroup 0 also writes the prefix sums for the merge. Every
+// decision comes from the lengths alone: the same lengths give the same pieces,
+// slots and accumulation order, run after run.
+template <class T>
+struct BalanceShared {
+  long long wave_total[T::kWaves];
+  Piece piece;  // this workgroup's, when found
+  int found;
+};
+
+// v from lane src (64 bits as two shuffles).
+INGOT_DEVICE long long shfl_idx64(long long v, int src) {
+  const int lo = shfl_idx((int)(unsigned)(unsigned long long)v, src);
+  const int hi = shfl_idx((int)(unsigned)((unsigned long long)v >> 32), src);
+  return (long long)(((unsigned long long)(unsigned)hi << 32) | (unsigned)lo);
+}
+
+template <class T>
+INGOT_DEVICE void split_path(INGOT_AD_PARAMS, const Piece *pc) {
+  if constexpr (T::kUseMma) {
+    decode_split_mma<T>(INGOT_AD_ARGS, pc);
+  } else {
+    decode_split_simt<T>(INGOT_AD_ARGS, pc);
+  }
+}
+
+template <class T>
+INGOT_DEVICE void decode_split_balanced(INGOT_AD_PARAMS) {
+  INGOT_SHARED BalanceShared<T> bal;
+  const int tid = thread_id(), wave = tid / kWaveSize, lane = tid % kWaveSize;
+  const int B = balanced_batch(flags), units = num_splits;
+  const int s = split_block<T>(group, sq, num_kv_heads).split;  // the slot: w + b of this workgroup's piece
+  grid_dependency_wait();  // the lengths may come from the grid before
+  if (tid == 0) bal.found = 0;
+
+  // Thread t sums the tiles of sequences [t * per, (t + 1) * per); a scan over
+  // the threads gives each its chunk's first prefix.
+  const int per = (B + T::kThreads - 1) / T::kThreads;
+  const int j0 = tid * per, j1 = j0 + per < B ? j0 + per : B;
+  long long mine = 0;
+  for (int j = j0; j < j1; ++j) mine += ingot_ad_bal_tiles(load_dep(seq_lens + j), capacity, T::kTile);
+  long long incl = mine;
+#pragma unroll
+  for (int off = 1; off < kWaveSize; off <<= 1) {
+    const long long up = shfl_idx64(incl, lane >= off ? lane - off : lane);
+    if (lane >= off) incl += up;
+  }
+  if (lane == kWaveSize - 1) bal.wave_total[wave] = incl;
+  sync_block();
+  long long before = 0, total = 0;
+#pragma unroll
+  for (int i = 0; i < T::kWaves; ++i) {
+    before += i < wave ? bal.wave_total[i] : 0;
+    total += bal.wave_total[i];
+  }
+  const long long active = ingot_ad_bal_active(total, units, ingot_ad_bal_fill(flags));
+  long long *prefix =
+      reinterpret_cast<long long *>(workspace + balanced_prefix_offset<T>(num_kv_heads, units, group * sq, flags));
+  const bool writer = block_x() == 0;
+  long long p = before + incl - mine;
+  for (int j = j0; j < j1; ++j) {
+    const int len = ingot_ad_bal_clamp(load_dep(seq_lens + j), capacity);
+    const long long n = ingot_ad_bal_tiles(len, capacity, T::kTile);
+    if (writer) prefix[j] = p;
+    const long long w = (long long)s - j;  // the unit whose piece of j this slot would hold
+    long long from = 0, to = 0;
+    if (n > 0 && w >= 0 && w < active) ingot_ad_bal_piece(w, total, active, p, n, &from, &to);
+    if (from < to) {  // unit w's share overlaps sequence j
+      bal.piece.b = j;
+      bal.piece.seg.valid = len;
+      ingot_ad_bal_tokens(from, to, p, len, T::kTile, &bal.piece.seg.begin, &bal.piece.seg.end);
+      bal.piece.slot = ingot_ad_bal_piece_slot(w, j, from, to, p, n);
+      bal.found = 1;
+    }
+    p += n;
+  }
+  if (writer && tid == 0) prefix[B] = total;
+  sync_block();
+  if (!bal.found) return;  // no piece has this slot (uniform across the workgroup)
+  const Piece pc = bal.piece;
+  split_path<T>(INGOT_AD_ARGS, &pc);
+}
+
 template <class T>
 INGOT_DEVICE void decode_split(INGOT_AD_PARAMS) {
+  if (flags & INGOT_AD_FLAG_BALANCED) {
+    decode_split_balanced<T>(INGOT_AD_ARGS);
+    return;
+  }
   if constexpr (T::kUseMma) {
     decode_split_mma<T>(INGOT_AD_ARGS);
   } else {
@@ -1058,6 +1211,56 @@ struct MergeShared {
   float part[T::kMergeThreads / (T::kMergeCols / 4)][T::kMergeCols];
 };
 
+// Where the merge finds the partials of (b, hkv): count of them, row r's s-th at
+// lse[r * stride + s] and o[(r * stride + s) * D]. Uniform: the (b, hkv) block's
+// num_splits segments. Balanced: the sequence's pieces, slots w0 + b .. w1 + b
+// of the hkv block (ingot_attention_decode_balance.h), found from the prefix
+// sums the split wrote; none for an empty sequence (the merge then writes
+// O = 0, LSE = -inf), and skip when one unit held it whole (the split wrote O).
+struct MergeSource {
+  const float *lse, *o;
+  int count, stride;
+  bool skip;
+};
+
+// An int64 the grid before wrote, as two coherent 32-bit loads (load_dep).
+INGOT_DEVICE long long load_dep64(const long long *p) {
+  const int *w = reinterpret_cast<const int *>(p);
+  const unsigned lo = (unsigned)load_dep(w), hi = (unsigned)load_dep(w + 1);
+  return (long long)(((unsigned long long)hi << 32) | lo);
+}
+
+template <class T>
+INGOT_DEVICE MergeSource merge_source(int b, int hkv, INGOT_AD_PARAMS) {
+  MergeSource m;
+  const int rows_total = group * sq;
+  if (!(flags & INGOT_AD_FLAG_BALANCED)) {
+    m.lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, num_splits, rows_total);
+    m.o = m.lse + lse_floats<T>(rows_total, num_splits);
+    m.count = m.stride = num_splits;
+    m.skip = false;
+    return m;
+  }
+  const int B = balanced_batch(flags), slots = (int)ingot_ad_bal_slots(num_splits, B);
+  const long long *prefix =
+      reinterpret_cast<const long long *>(workspace + balanced_prefix_offset<T>(num_kv_heads, num_splits, rows_total, flags));
+  const long long p = load_dep64(prefix + b), e = load_dep64(prefix + b + 1), total = load_dep64(prefix + B);
+  const long long active = ingot_ad_bal_active(total, num_splits, ingot_ad_bal_fill(flags));
+  long long w0 = 0, w1 = -1;  // no pieces
+  if (e > p) {
+    w0 = ingot_ad_bal_unit_of(p, total, active);
+    w1 = ingot_ad_bal_unit_of(e - 1, total, active);
+  }
+  const float *blk = workspace + workspace_block<T>(0, hkv, num_kv_heads, slots, rows_total);
+  const long long first = ingot_ad_bal_slot(w0, b);
+  m.lse = blk + first;
+  m.o = blk + lse_floats<T>(rows_total, slots) + first * T::kHeadDim;
+  m.count = (int)(w1 - w0 + 1);
+  m.stride = slots;
+  m.skip = e > p && w0 == w1;
+  return m;
+}
+
 // Compact merge (num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS): many sequences
 // and heads, few segments. Each thread owns 4 columns of one row and reads all
 // the row's segment partials and lse values in one round trip; no LDS, no
@@ -1066,20 +1269,22 @@ template <class T>
 INGOT_DEVICE void merge_compact(INGOT_AD_PARAMS) {
   constexpr int D = T::kHeadDim, kMax = INGOT_AD_COMPACT_MERGE_SPLITS;
   const int item = block_x() * T::kMergeThreads + thread_id();
-  const int hkv = block_y(), b = block_z(), S = num_splits;
+  const int hkv = block_y(), b = block_z();
   const int rows_total = group * sq;
   if (item >= rows_total * (D / 4)) return;
   const int row = item / (D / 4), c0 = item % (D / 4) * 4;
-  const float *ws_lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, S, rows_total);
-  const float *ws_o = ws_lse + lse_floats<T>(rows_total, S);
+  const MergeSource src = merge_source<T>(b, hkv, INGOT_AD_ARGS);
+  if (src.skip) return;
+  const float *ws_lse = src.lse, *ws_o = src.o;
+  const int S = src.count, stride = src.stride;
   float l[kMax];
   u32x4 part[kMax];
   float m = kNegInf;
 #pragma unroll
   for (int s = 0; s < kMax; ++s) {
     const bool live = s < S;
-    l[s] = live ? load_dep(ws_lse + (long long)row * S + s) : kNegInf;
-    part[s] = load16_dep_if(ws_o + ((long long)row * S + s) * D + c0, live);
+    l[s] = live ? load_dep(ws_lse + (long long)row * stride + s) : kNegInf;
+    part[s] = load16_dep_if(ws_o + ((long long)row * stride + s) * D + c0, live);
     m = max32(m, l[s]);
   }
   // A row no segment saw keeps 0 as its reference: exp2(-inf - 0) = 0, no NaN.
@@ -1117,7 +1322,7 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
   auto trace_end = [&]() {
     if constexpr (T::kTrace) {
       stamp_after(0, mns[2], mclk[2]);
-      if (thread_id() == 0 && workspace != nullptr) {
+      if (thread_id() == 0 && workspace != nullptr && !(flags & INGOT_AD_FLAG_BALANCED)) {
         const long long split_blocks = (long long)row_blocks<T>(group, sq) * num_kv_heads * num_splits * grid_z();
         const long long index = ((long long)block_z() * grid_y() + block_y()) * grid_x() + block_x();
         unsigned long long *rec =
@@ -1142,14 +1347,14 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
   const int tid = thread_id(), lane = tid % kWaveSize;
   const int row = block_x() / (D / kCols), c0 = (block_x() % (D / kCols)) * kCols;
   const int hkv = block_y(), b = block_z();
-  const int S = num_splits;
   const int quad = tid % kQuads, sgroup = tid / kQuads;  // column quad, segment group
-  const int rows_total = group * sq;
-  const float *ws_lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, S, rows_total);
-  const float *ws_o = ws_lse + lse_floats<T>(rows_total, S);
+  const MergeSource msrc = merge_source<T>(b, hkv, INGOT_AD_ARGS);
+  if (msrc.skip) return;  // uniform across the workgroup: before any barrier
+  const float *ws_lse = msrc.lse, *ws_o = msrc.o;
+  const int S = msrc.count, stride = msrc.stride;
 
   // One round trip: every partial this thread needs and wave 0's lse values are in flight together.
-  const float *src = ws_o + (long long)row * S * D + c0 + quad * 4;
+  const float *src = ws_o + (long long)row * stride * D + c0 + quad * 4;
   u32x4 part[kPer];
 #pragma unroll
   for (int i = 0; i < kPer; ++i) {
@@ -1157,7 +1362,7 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
     part[i] = load16_dep_if(src + (long long)s * D, s < S);
   }
   if (tid < kWaveSize) {
-    const float *l = ws_lse + (long long)row * S;
+    const float *l = ws_lse + (long long)row * stride;
     float lv[kLsePer];
     float m = kNegInf;
 #pragma unroll

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "dispatch.h"
+#include "ingot_attention_decode_balance.h"
 #include "ingot_attention_decode_limits.h"
 
 /* Bounds the plan enforces on every kernel; the pack loader refuses metadata
@@ -19,6 +20,7 @@
 #define INGOT_AD_HEAD_DIM_STEP 16         /* head dims are multiples of it */
 #define INGOT_AD_MAX_ROWS 8               /* (query head, query token) rows per workgroup */
 #define INGOT_AD_MAX_SQ 8                 /* query tokens per sequence */
+#define INGOT_AD_FLAG_TOP_LEFT (1 << 12)  /* kFlagTopLeft: causal aligned top-left */
 /* The kernels' token indices (segment ends, a chunk's first token, the tokens
  * a wave loads ahead) are int32 and run up to this many tiles (waves x
  * tokens_per_wave) past the capacity: one in the length's round-up, two in the
@@ -107,6 +109,75 @@ static inline double ingot_ad_split_cost(int64_t base, int64_t splits, int64_t r
                         ingot_ad_round_time(rest, cus, saturating, saturating_cus);
   const int64_t steps = ingot_ad_ceil_div(ingot_ad_ceil_div(capacity, tile), splits) + 1;
   return rounds * (double)steps + (splits > 1 ? INGOT_AD_MERGE_STEPS : 0.0);
+}
+
+/* The scalars every plan hands the kernels: the graph's strides, sizes, flags, scale. */
+static inline void ingot_ad_plan_scalars(const ingot_attention_graph *g, int paged, int64_t page_size, int64_t Sq,
+                                         int64_t Hkv, int64_t group, ingot_dispatch_plan *out) {
+  for (int i = 0; i < 3; ++i) {
+    out->q_stride[i] = g->q.strides[i];
+    out->k_stride[i] = g->k.strides[i];
+    out->v_stride[i] = g->v.strides[i];
+    out->o_stride[i] = g->o.strides[i];
+  }
+  out->page_table_stride = paged ? g->page_table.strides[0] : 0;
+  out->capacity = (int32_t)g->capacity;
+  out->page_size = (int32_t)page_size;
+  out->sq = (int32_t)Sq;
+  out->num_kv_heads = (int32_t)Hkv;
+  /* kFlagCausal 1, kFlagWriteLse 2, kFlagTopLeft 1 << 12 (templates/ingot_attention_decode.h; bit 2
+   * and bits 3..11, 16..30 are a balanced plan's) */
+  out->flags = (g->mask == INGOT_MASK_CAUSAL ? 1 : 0) | (g->lse.rank != 0 ? 2 : 0) |
+               (g->mask == INGOT_MASK_CAUSAL && g->mask_align == INGOT_ALIGN_TOP_LEFT ? INGOT_AD_FLAG_TOP_LEFT : 0);
+  out->scale = g->scale;
+  out->group = (int32_t)group;
+}
+
+/* Bytes of a balanced plan's workspace (templates/ingot_attention_decode.h,
+ * balanced_prefix_offset): per KV head lse [rows_total x slots] padded to 4
+ * floats, then O [rows_total x slots x D] (slots = units + B); then the tile
+ * prefix sums P[0..B], int64. 0 when a product overflows 64 bits. */
+static inline uint64_t ingot_ad_balanced_workspace(int64_t B, int64_t Hkv, int64_t rows_total, int64_t D,
+                                                   int64_t units) {
+  uint64_t lse_n = 0, o_n = 0, per = 0, all = 0, bytes = 0;
+  const uint64_t slots = (uint64_t)units + (uint64_t)B, prefix = ((uint64_t)B + 1) * 8u;
+  if (ingot_ad_mul((uint64_t)rows_total, slots, &lse_n) || ingot_ad_mul(lse_n, (uint64_t)D, &o_n) ||
+      __builtin_add_overflow((lse_n + 3) / 4 * 4, o_n, &per) || ingot_ad_mul(per, (uint64_t)Hkv, &all) ||
+      ingot_ad_mul(all, 4u, &bytes) || __builtin_add_overflow(bytes, prefix, &bytes))
+    return 0;
+  return bytes;
+}
+
+/* The balanced plan (units per KV head and row block; docs/INTERNALS.md
+ * "Balanced split"): split grid ((units + B - 1) x Hkv x row_blocks, 1, 1), a
+ * workgroup per slot w + b of a piece, the batch in flags; the merge grid of the uniform plan with `units` segments (at most
+ * units pieces per sequence), always launched: it writes the sequences that
+ * no single unit held whole and the empty ones. */
+static inline ingot_status ingot_ad_plan_balanced(const ingot_ad_kernel_meta *m, const ingot_attention_graph *g,
+                                                  const ingot_device_caps *caps, int64_t B, int64_t Hkv,
+                                                  int64_t Sq, int64_t D, int64_t group, int64_t rows_total,
+                                                  int64_t row_blocks,
+                                                  int64_t units, int64_t fill, int paged, int64_t page_size, double cost,
+                                                  ingot_dispatch_plan *out, char *err, size_t err_size) {
+  const uint64_t ws = ingot_ad_balanced_workspace(B, Hkv, rows_total, D, units);
+  if (ws == 0) return ingot_ad_error(err, err_size, "plan: balanced workspace size overflows 64 bits");
+  const uint32_t threads = (uint32_t)(m->waves * caps->wave_size);
+  const uint32_t merge_threads = (uint32_t)(INGOT_AD_MERGE_WAVES * caps->wave_size);
+  const uint32_t merge_x = units <= INGOT_AD_COMPACT_MERGE_SPLITS
+                               ? (uint32_t)ingot_ad_ceil_div(rows_total * (D / 4), merge_threads)
+                               : (uint32_t)(rows_total * (D / (D % 32 == 0 ? 32 : 16)));
+  out->num_splits = (int)units;
+  out->cost = cost;
+  out->workspace_bytes = ws;
+  out->num_launches = 2;
+  out->launches[0] = (ingot_launch){0, {(uint32_t)((units + B - 1) * Hkv * row_blocks), 1, 1}, {threads, 1, 1}, 0,
+                                    INGOT_LAUNCH_PROGRAMMATIC};
+  out->launches[1] = (ingot_launch){1, {merge_x, (uint32_t)Hkv, (uint32_t)B}, {merge_threads, 1, 1}, 0,
+                                    INGOT_LAUNCH_PROGRAMMATIC};
+  ingot_ad_plan_scalars(g, paged, page_size, Sq, Hkv, group, out);
+  out->flags |= INGOT_AD_FLAG_BALANCED | (int32_t)(B << INGOT_AD_FLAG_BATCH_SHIFT) |
+                (int32_t)(fill << INGOT_AD_FLAG_FILL_SHIFT);
+  return INGOT_OK;
 }
 
 static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot_ad_kernel_meta *m,
@@ -230,6 +301,36 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
     out_cost = splits == pick ? best : start;
   }
 
+  /* Balanced split (docs/INTERNALS.md "Balanced split"): a batch of 2 to
+   * INGOT_AD_BALANCED_MAX_BATCH sequences is cut into as many equal shares of
+   * its real tiles as the uniform plan above has workgroups (units = splits x B
+   * per KV head and row block, at most the kernels' 256 and the kernel's
+   * max_splits), decided on the device from the lengths; a share's pieces (one
+   * per sequence it overlaps) run as workgroups of their own.
+   * When the cap binds (B large) it is taken only if the units still fill the
+   * device. The device takes at least `fill` of the units (one round) and more
+   * for long batches (ingot_attention_decode_balance.h, ingot_ad_bal_active).
+   * The modelled time is the uniform plan's: the model knows only the
+   * capacity, and kernels of one rank compare as before. */
+  int64_t units = 0;
+  if (caps->balance && B > 1 && B <= INGOT_AD_BALANCED_MAX_BATCH) {
+    int64_t most_units = pol->kernel_max_splits < m->max_splits ? pol->kernel_max_splits : m->max_splits;
+    if (most_units > INT32_MAX / (Hkv * row_blocks)) most_units = INT32_MAX / (Hkv * row_blocks);
+    const int64_t want = splits * B; /* <= 256 x 1024 */
+    units = want < most_units ? want : most_units;
+    if (units < want && units * Hkv * row_blocks < resident) units = 0;
+    /* the split grid has a workgroup per slot: units + B - 1 of them per KV head and row block */
+    if (units + B - 1 > INT32_MAX / (Hkv * row_blocks)) units = 0;
+  }
+  if (units > 0) {
+    /* the units that fill one round of resident workgroups: the device takes at
+     * least these (and more for long batches; ingot_ad_bal_active) */
+    int64_t fill = ingot_ad_ceil_div(resident, Hkv * row_blocks);
+    if (fill > units) fill = units; /* <= 256: fits the flags' field */
+    return ingot_ad_plan_balanced(m, g, caps, B, Hkv, Sq, D, group, rows_total, row_blocks, units, fill, paged, page_size,
+                                  out_cost, out, err, err_size);
+  }
+
   /* Workspace (templates/ingot_attention_decode.h, workspace_block): per (sequence,
    * KV head) lse [rows_total*splits] padded to 4 floats, then O [rows_total*splits*D]. */
   uint64_t ws = 0;
@@ -259,22 +360,7 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   if (splits > 1)
     out->launches[1] = (ingot_launch){1, {merge_x, (uint32_t)Hkv, (uint32_t)B},
                                       {merge_threads, 1, 1}, 0, INGOT_LAUNCH_PROGRAMMATIC};
-  for (int i = 0; i < 3; ++i) {
-    out->q_stride[i] = g->q.strides[i];
-    out->k_stride[i] = g->k.strides[i];
-    out->v_stride[i] = g->v.strides[i];
-    out->o_stride[i] = g->o.strides[i];
-  }
-  out->page_table_stride = paged ? g->page_table.strides[0] : 0;
-  out->capacity = (int32_t)g->capacity;
-  out->page_size = (int32_t)page_size;
-  out->sq = (int32_t)Sq;
-  out->num_kv_heads = (int32_t)Hkv;
-  /* kFlagCausal 1, kFlagWriteLse 2, kFlagTopLeft 4 (templates/ingot_attention_decode.h) */
-  out->flags = (g->mask == INGOT_MASK_CAUSAL ? 1 : 0) | (g->lse.rank != 0 ? 2 : 0) |
-               (g->mask == INGOT_MASK_CAUSAL && g->mask_align == INGOT_ALIGN_TOP_LEFT ? 4 : 0);
-  out->scale = g->scale;
-  out->group = (int32_t)group;
+  ingot_ad_plan_scalars(g, paged, page_size, Sq, Hkv, group, out);
   return INGOT_OK;
 }
 

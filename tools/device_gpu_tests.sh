@@ -13,7 +13,7 @@ python3 tools/check_wait_order.py $pack > $out/wait_order.log 2>&1
 rc=$?
 [ $rc -ne 0 ] && [ $rc -ne 77 ] && fails=$((fails + 1))
 echo "check_wait_order rc=$rc :: $(tail -n 1 $out/wait_order.log | cut -c1-200)"
-for t in tokens poison_tail capacity splits variants graph streams handoff models; do
+for t in tokens poison_tail capacity splits variants graph streams handoff models ragged; do
   start=$SECONDS
   timeout 300 build/bin/test_gpu_$t $pack > $out/gpu_$t.log 2>&1
   rc=$?
@@ -40,9 +40,9 @@ for g in examples/graphs/*.json; do
 done
 if [ "$mode" = sanitize ]; then
   for tool in memcheck racecheck; do
-    for t in tokens poison_tail capacity; do
+    for t in tokens poison_tail capacity ragged; do  # ragged: the balanced split (issue 23)
       start=$SECONDS
-      timeout ${SAN_TIMEOUT:-400} compute-sanitizer --tool $tool --error-exitcode 86 --print-limit 20 \
+      INGOT_RAGGED_QUICK=1 timeout ${SAN_TIMEOUT:-400} compute-sanitizer --tool $tool --error-exitcode 86 --print-limit 20 \
         build/bin/test_gpu_$t $pack > $out/${tool}_$t.log 2>&1
       rc=$?
       [ $rc -ne 0 ] && fails=$((fails + 1))

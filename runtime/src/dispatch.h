@@ -41,6 +41,9 @@ typedef struct ingot_device_caps {
   size_t max_lds_bytes;
   int blocks_per_cu;   /* split workgroups of the chosen kernel that fit on one CU at once,
                           from its registers and LDS; 0 when unknown */
+  int balance;         /* 1: the plan may balance a batch over its real lengths on the device
+                          (docs/INTERNALS.md "Balanced split"); the runtime sets it unless
+                          INGOT_BALANCE=0 is in the environment; 0: uniform segments only */
 } ingot_device_caps;
 
 /* The launch may begin while the previous grid in the stream (the plan's own,

@@ -56,6 +56,9 @@ static ingot_status plan_kernel(const ingot_context *ctx, const char *arch, ingo
   caps.max_lds_bytes = ingot_arch_max_lds(arch);
   const ingot_code_object *obj = ingot_kernel_object(k, arch);
   caps.blocks_per_cu = obj ? ingot_blocks_per_cu(arch, obj, k->meta.waves, caps.wave_size) : 0;
+  /* Balanced batches unless the environment says INGOT_BALANCE=0 (an A/B switch for measurements). */
+  const char *balance = getenv("INGOT_BALANCE");
+  caps.balance = !(balance != NULL && strcmp(balance, "0") == 0);
   if (caps.wave_size <= 0) {
     ingot_format(err, n, "kernel %s: arch \"%s\" has no known wave size (allowed: sm_*, gfx*)", k->name, arch);
     return INGOT_INVALID_ARGUMENT;

@@ -15,6 +15,7 @@
 
 #include "dispatch.h"
 #include "ingot/ingot.h"
+#include "ingot_attention_decode_balance.h"
 #include "ingot_attention_decode_limits.h"
 
 #define FZ_REQUIRE(cond, ...)                                                                     \
@@ -298,8 +299,62 @@ typedef unsigned __int128 fz_u128;
 /* Checks an INGOT_OK plan against the kernel metadata, the graph and the
  * device caps it was planned with. Everything is recomputed in 128 bits, so a
  * value the stub truncated or wrapped differs. */
+/* A balanced plan: 2..INGOT_AD_BALANCED_MAX_BATCH sequences, 1..min(256,
+ * max_splits) units per KV head and row block, split grid ((units + B - 1) x
+ * Hkv x row blocks, 1, 1): a workgroup per slot), the merge
+ * grid of `units` segments, both programmatic, the batch in flags, and the
+ * workspace of the layout (per KV head (units + B) slots of rows_total x
+ * (D + 1) floats, lse padded to 4, then B + 1 int64 prefix sums). */
+static inline void fz_check_balanced(const ingot_ad_kernel_meta *m, const ingot_attention_graph *g,
+                              const ingot_device_caps *caps, const ingot_dispatch_plan *p) {
+  const int64_t B = g->q.dims[0], Hq = g->q.dims[1], Sq = g->q.dims[2], D = g->q.dims[3], Hkv = g->k.dims[2];
+  FZ_REQUIRE(Hq % Hkv == 0 && p->group == Hq / Hkv, "Hq %lld Hkv %lld plan group %d", (long long)Hq,
+             (long long)Hkv, p->group);
+  FZ_REQUIRE(caps->balance && B >= 2 && B <= INGOT_AD_BALANCED_MAX_BATCH, "balanced plan of B %lld (balance %d)",
+             (long long)B, caps->balance);
+  FZ_REQUIRE(D == m->head_dim && Sq >= 1 && Sq <= m->max_sq && Hkv >= 1, "shape");
+  const int base = (g->mask == INGOT_MASK_CAUSAL ? 1 : 0) | (g->lse.rank != 0 ? 2 : 0) |
+                   (g->mask == INGOT_MASK_CAUSAL && g->mask_align == INGOT_ALIGN_TOP_LEFT ? INGOT_AD_FLAG_TOP_LEFT : 0);
+  const int fill = ingot_ad_bal_fill(p->flags);
+  FZ_REQUIRE(fill >= 1 && fill <= p->num_splits, "fill %d of %d units", fill, p->num_splits);
+  FZ_REQUIRE(p->flags == (base | INGOT_AD_FLAG_BALANCED | (int)(B << INGOT_AD_FLAG_BATCH_SHIFT) |
+                          (fill << INGOT_AD_FLAG_FILL_SHIFT)),
+             "flags %d", p->flags);
+  FZ_REQUIRE(p->num_splits >= 1 && p->num_splits <= 256 && p->num_splits <= m->max_splits, "units %d",
+             p->num_splits);
+  FZ_REQUIRE(p->num_launches == 2 && p->cost >= 0.0 && p->cost <= 1e300, "launches %d cost %g", p->num_launches,
+             p->cost);
+  const fz_u128 rows_total = (fz_u128)(uint64_t)(Hq / Hkv) * (uint64_t)Sq;
+  const fz_u128 row_blocks = (rows_total + (uint64_t)m->rows - 1) / (uint64_t)m->rows;
+  const fz_u128 threads = (fz_u128)(uint64_t)m->waves * (uint64_t)caps->wave_size;
+  const ingot_launch *split = &p->launches[0], *merge = &p->launches[1];
+  FZ_REQUIRE(split->entry == 0 &&
+                 split->grid[0] == ((fz_u128)(uint64_t)p->num_splits + (uint64_t)B - 1) * (uint64_t)Hkv * row_blocks &&
+                 split->grid[1] == 1 && split->grid[2] == 1 && split->grid[0] <= INT32_MAX,
+             "balanced split grid (%u, %u, %u)", split->grid[0], split->grid[1], split->grid[2]);
+  FZ_REQUIRE(split->block[0] == threads && threads <= 1024 && split->flags == INGOT_LAUNCH_PROGRAMMATIC,
+             "split block %u", split->block[0]);
+  const fz_u128 merge_threads = (fz_u128)INGOT_AD_MERGE_WAVES * (uint64_t)caps->wave_size;
+  const fz_u128 merge_x = p->num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS
+                              ? (rows_total * (fz_u128)(D / 4) + merge_threads - 1) / merge_threads
+                              : rows_total * (fz_u128)(D / (D % 32 == 0 ? 32 : 16));
+  FZ_REQUIRE(merge->entry == 1 && merge->grid[0] == merge_x && merge->grid[0] <= INT32_MAX &&
+                 (int64_t)merge->grid[1] == Hkv && (int64_t)merge->grid[2] == B && merge->block[0] == merge_threads &&
+                 merge->flags == INGOT_LAUNCH_PROGRAMMATIC,
+             "balanced merge grid (%u, %u, %u)", merge->grid[0], merge->grid[1], merge->grid[2]);
+  const fz_u128 slots = (fz_u128)(uint64_t)p->num_splits + (uint64_t)B, lse_n = rows_total * slots;
+  const fz_u128 ws = ((lse_n + 3) / 4 * 4 + lse_n * (uint64_t)D) * (uint64_t)Hkv * 4u + ((uint64_t)B + 1) * 8u;
+  FZ_REQUIRE((fz_u128)p->workspace_bytes == ws, "balanced workspace %llu, expected %.0f",
+             (unsigned long long)p->workspace_bytes, (double)ws);
+  FZ_REQUIRE(p->capacity == g->capacity && p->sq == Sq && p->num_kv_heads == Hkv, "scalars");
+}
+
 static inline void fz_check_plan(const ingot_ad_kernel_meta *m, const ingot_attention_graph *g,
                                  const ingot_device_caps *caps, const ingot_dispatch_plan *p) {
+  if (p->flags & INGOT_AD_FLAG_BALANCED) { /* issue 23: its own grids and workspace */
+    fz_check_balanced(m, g, caps, p);
+    return;
+  }
   const int64_t B = g->q.dims[0], Hq = g->q.dims[1], Sq = g->q.dims[2], D = g->q.dims[3];
   const int64_t Hkv = g->k.dims[2];
   FZ_REQUIRE(B >= 1 && Hkv >= 1 && Sq >= 1 && D >= 1, "B %lld Hkv %lld Sq %lld D %lld", (long long)B,
@@ -368,7 +423,8 @@ static inline void fz_check_plan(const ingot_ad_kernel_meta *m, const ingot_atte
   FZ_REQUIRE(g->kv_layout != INGOT_KV_PAGED || (p->page_size >= 1 && (p->page_size & (p->page_size - 1)) == 0),
              "page size %d", p->page_size);
   const int top_left = g->mask == INGOT_MASK_CAUSAL && g->mask_align == INGOT_ALIGN_TOP_LEFT;
-  FZ_REQUIRE(p->flags == ((g->mask == INGOT_MASK_CAUSAL ? 1 : 0) | (g->lse.rank != 0 ? 2 : 0) | (top_left ? 4 : 0)),
+  FZ_REQUIRE(p->flags == ((g->mask == INGOT_MASK_CAUSAL ? 1 : 0) | (g->lse.rank != 0 ? 2 : 0) |
+                          (top_left ? INGOT_AD_FLAG_TOP_LEFT : 0)),
              "flags %d", p->flags);
   /* the strides the kernels are handed: the graph's, the page table's row stride only when paged */
   for (int i = 0; i < 3; ++i)

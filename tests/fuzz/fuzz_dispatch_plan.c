@@ -6,8 +6,13 @@
  * not overflow (UBSan aborts on signed overflow, shifts, bad conversions), and
  * every INGOT_OK plan must satisfy the grid and workspace invariants of
  * docs/INTERNALS.md 5 (fz_check_plan) and pack 200 kernarg bytes that carry
- * the plan's scalars. Input: metadata, caps, then graph mutations. */
+ * the plan's scalars. A balanced plan (caps.balance; docs/design/kernel.md,
+ * Balanced split) is checked against its own invariants (fz_check_balanced, from
+ * fz_check_plan) and its schedule replayed on lengths drawn from the input
+ * (tests/runtime/test_ragged_schedule.h). Input: metadata, caps, then graph
+ * mutations. */
 #include "fuzz_common.h"
+#include "../runtime/test_ragged_schedule.h"
 
 extern const ingot_dispatch_entry ingot_attention_decode_dispatch;
 
@@ -34,11 +39,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t which = fz_u8(&r);
   for (int i = 0; i < 10; ++i)
     if (which & (1u << (i % 8)) && (i < 8 || (fz_u8(&r) & 1))) *fields[i] = fz_int(&r);
-  ingot_device_caps caps = {64, 304, 65536, 0};
+  ingot_device_caps caps = {64, 304, 65536, 0, 0};
   uint8_t c = fz_u8(&r);
   if (c & 1) caps.wave_size = (c & 2) ? 32 : fz_int(&r);
   if (c & 4) caps.compute_units = fz_int(&r);
   if (c & 16) caps.blocks_per_cu = fz_int(&r); /* resident workgroups per CU: any int */
+  caps.balance = (c & 32) != 0;
   ingot_attention_graph g;
   fz_decode_graph(&r, &g);
   if ((c & 8) && g.q.rank == 4) { /* make the metadata agree with the graph, to get past the checks */
@@ -58,7 +64,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FZ_REQUIRE(err[0] != 0, "a refused plan without a message");
     return 0;
   }
-  fz_check_plan(&m, &g, &caps, &p);
+  fz_check_plan(&m, &g, &caps, &p); /* a balanced plan: fz_check_balanced (fuzz_common.h) */
+  if (p.flags & INGOT_AD_FLAG_BALANCED) {
+    /* the schedule on lengths drawn from the rest of the input: raw values, any int */
+    static int32_t lens[INGOT_AD_BALANCED_MAX_BATCH];
+    const int B = (int)g.q.dims[0];
+    uint64_t x = 0x9E3779B97F4A7C15ULL ^ (uint64_t)r.n;
+    for (size_t i = 0; i < r.n; ++i) x = (x ^ r.p[i]) * 0x100000001B3ULL;
+    for (int b = 0; b < B; ++b) {
+      x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+      const uint64_t v = x * 0x2545F4914F6CDD1DULL;
+      lens[b] = (v & 3) == 0 ? (int32_t)(v >> 32) : (int32_t)((v >> 32) % ((uint64_t)g.capacity + 2));
+    }
+    char msg[512];
+    const char *why = rs_check(lens, B, (int)g.capacity, m.waves * m.tokens_per_wave, p.num_splits,
+                               ingot_ad_bal_fill(p.flags), g.k.dims[2],
+                               (long long)m.group * m.max_sq, g.q.dims[3], p.workspace_bytes, NULL, msg, sizeof msg);
+    FZ_REQUIRE(why == NULL, "balanced schedule: %s", why);
+  }
 
   /* pack: every launch gives 200 bytes whose scalars are the plan's. */
   static const uint8_t q[16] __attribute__((aligned(16)));

@@ -98,10 +98,12 @@ def static_violations(pack_dir, archs=AMD):
 
 # The SIMT splits at head dim 128 with group x Sq of 16 or 32 (g4 sq4, g8 sq1, g8 sq4) hold more
 # than 256 VGPRs of state and park 30-38 values in AGPRs (v_accvgpr moves, no MFMA) at one wave
-# per SIMD: spills, though not to memory. Any other AMD spill, one to memory, or more AGPRs, is new.
+# per SIMD: spills, though not to memory; up to 46 since the balanced split's path (issue 23) is
+# inlined beside the uniform one (g4 sq4 paged). Any other AMD spill, one to memory, or more AGPRs,
+# is new.
 KNOWN_AMD_AGPR_SPILLS = re.compile(r"^attention_decode_(bf16|fp16)_d128_g(4_sq4|8_sq1|8_sq4)_(contig|paged)_w4t16_tc "
                                    r"(gfx942|gfx950) split: scratch 0, spill (\d+) \((\d+) in AGPRs\)$")
-KNOWN_AMD_AGPR_SPILL_MAX = 38
+KNOWN_AMD_AGPR_SPILL_MAX = 46
 
 
 def unexpected_amd_spills(pack_dir):
@@ -130,11 +132,12 @@ def code_object_version_problems(pack_dir):
 
 
 # The head-dim-256 ring kernels spill 80-128 (contiguous) and 160 (paged) bytes at 255 registers
-# on sm_90; their times on the H200 (docs/PERFORMANCE.md) include that. Any other sm_90 spill or
-# scratch, or a larger one there, is new.
+# on sm_90; their times on the H200 (docs/PERFORMANCE.md) include that. With the balanced split's
+# path (issue 23) beside the uniform one: 96-144 and 168. Any other sm_90 spill or scratch, or a
+# larger one there, is new.
 KNOWN_SM90_SPILLS = re.compile(r"^attention_decode_(bf16|fp16)_d256_g[48]_sq1_(contig|paged)_w4t16_tcs3 sm_90 split: "
                                r"scratch (\d+), spill (\d+)$")
-KNOWN_SM90_SPILL_BYTES = 160
+KNOWN_SM90_SPILL_BYTES = 168
 
 
 def load_kdp(pack_dir):

@@ -15,6 +15,7 @@
 #include "test_util.h"
 /* after test_util.h, which sets the feature macros before any system header */
 #include "internal.h" /* the dispatch stubs' contract and ingot_plan_dispatch_info */
+#include "ingot_attention_decode_balance.h" /* the balanced plans' flag */
 
 static const int kHeads[][2] = {{8, 8}, {8, 2}, {32, 8}, {64, 8}};
 
@@ -26,7 +27,8 @@ static ingot_dispatch_plan stub_plan(const ingot_attention_graph *g, int waves, 
                                      const ingot_device_caps *device) {
   const ingot_dispatch_entry *e = ingot_dispatch_find("ingot_attention_decode_dispatch");
   const ingot_ad_kernel_meta m = {g->q.dtype, 128, 4, 1, 4, waves, 16, 256, g->kv_layout == INGOT_KV_PAGED, 1};
-  const ingot_device_caps caps = {device->wave_size, device->compute_units, device->max_lds_bytes, blocks};
+  const ingot_device_caps caps = {device->wave_size, device->compute_units, device->max_lds_bytes, blocks,
+                                  device->balance};
   ingot_dispatch_plan p;
   char err[256] = "";
   memset(&p, 0, sizeof p);
@@ -95,7 +97,11 @@ static int check_rank_choice(ingot_context *ctx, int w8_built) {
       fprintf(stderr, "B %d %d/%d L %d: %s, measured faster with %d waves\n", c[0], c[1], c[2], c[3],
               ingot_plan_kernel_name(plan), c[4] ? 8 : 4);
     CHECK(is8 == (w8_built && c[4]));
-    if (is8 && c[0] == 16) CHECK(ingot_plan_num_splits(plan) == 1 && ingot_plan_launch_count(plan) == 1);
+    /* one segment per sequence: uniform, or balanced with one unit per sequence (issue 23) */
+    if (is8 && c[0] == 16)
+      CHECK(plan->dispatch.flags & INGOT_AD_FLAG_BALANCED
+                ? ingot_plan_num_splits(plan) == 16 && ingot_plan_launch_count(plan) == 2
+                : ingot_plan_num_splits(plan) == 1 && ingot_plan_launch_count(plan) == 1);
     ingot_plan_destroy(plan);
   }
   return eights;
@@ -331,7 +337,7 @@ static void check_plan_capacity_bound(void) {
   const ingot_dispatch_entry *e = ingot_dispatch_find("ingot_attention_decode_dispatch");
   CHECK(e != NULL);
   if (e == NULL) return;
-  const ingot_device_caps caps = {32, 132, 232448, 2};
+  const ingot_device_caps caps = {32, 132, 232448, 2, 0};
   for (int waves = 1; waves <= 8; waves *= 2) {
     const int tpw = 16 << rnd_range(0, 2);
     const ingot_ad_kernel_meta m = {INGOT_DTYPE_BF16, 128, 4, 1, 4, waves, tpw, 256, 0, 1};
@@ -361,7 +367,7 @@ int main(int argc, char **argv) {
   check_plan_capacity_bound();
   const char *archs[] = {"sm_90", "gfx942", "gfx950"};
   size_t kernels = 0;
-  int planned = 0, split_plans = 0, tensor_core = 0;
+  int planned = 0, split_plans = 0, tensor_core = 0, balanced_plans = 0;
   for (int a = 0; a < 3; ++a) {
     ingot_context *ctx = NULL;
     CHECK_STATUS(ingot_context_create_host(archs[a], &ctx), INGOT_OK);
@@ -423,12 +429,19 @@ int main(int argc, char **argv) {
         CHECK(ln->lds_bytes == (ln->entry == 0 ? dyn : 0u));
       }
       const int splits = ingot_plan_num_splits(plan);
+      const int balanced = (plan->dispatch.flags & INGOT_AD_FLAG_BALANCED) != 0; /* B > 1 (issue 23) */
       CHECK(splits >= 1 && splits <= 256);
-      CHECK(ingot_plan_launch_count(plan) == (splits > 1 ? 2 : 1));
+      CHECK(!balanced || (b > 1 && b <= INGOT_AD_BALANCED_MAX_BATCH));
+      balanced_plans += balanced;
+      CHECK(ingot_plan_launch_count(plan) == (splits > 1 || balanced ? 2 : 1));
       split_plans += splits > 1;
-      /* workspace: per (b, hkv) round_up(rows*splits, 4) + rows*splits*D floats */
+      /* workspace: per (b, hkv) round_up(rows*splits, 4) + rows*splits*D floats; balanced:
+       * per hkv (splits + b) slots of those, then b + 1 int64 prefix sums */
       const uint64_t rows = (uint64_t)group * (uint64_t)sq, per = rows * (uint64_t)splits;
-      const uint64_t want_ws = splits > 1 ? (uint64_t)b * (uint64_t)h[1] * ((per + 3) / 4 * 4 + per * (uint64_t)d) * 4 : 0;
+      const uint64_t slots = rows * ((uint64_t)splits + (uint64_t)b);
+      const uint64_t want_ws =
+          balanced ? (uint64_t)h[1] * ((slots + 3) / 4 * 4 + slots * (uint64_t)d) * 4 + ((uint64_t)b + 1) * 8
+          : splits > 1 ? (uint64_t)b * (uint64_t)h[1] * ((per + 3) / 4 * 4 + per * (uint64_t)d) * 4 : 0;
       CHECK(ingot_plan_workspace_size(plan) == want_ws);
       ingot_plan_destroy(plan);
     }
@@ -459,7 +472,8 @@ int main(int argc, char **argv) {
     }
     ingot_context_destroy(ctx);
   }
-  printf("test_main_pack: %zu kernels, %d plans (%d split, %d tensor-core) on sm_90, gfx942, gfx950\n", kernels,
-         planned, split_plans, tensor_core);
+  printf("test_main_pack: %zu kernels, %d plans (%d split, %d balanced, %d tensor-core) on sm_90, gfx942, gfx950\n",
+         kernels, planned, split_plans, balanced_plans, tensor_core);
+  CHECK(balanced_plans > 0);
   return test_finish("test_main_pack");
 }

@@ -48,11 +48,11 @@ int main(void) {
   const ingot_dispatch_entry *e = ingot_dispatch_find("ingot_attention_decode_dispatch");
   CHECK(e != NULL);
   if (e == NULL) return test_finish("test_split_policy");
-  const ingot_device_caps h200 = {32, 132, 232448, 2};
+  const ingot_device_caps h200 = {32, 132, 232448, 2, 0}; /* uniform segments (balance 0) */
 
   /* The ring kernels past 48 KiB (the head-dim-256 rings, decode_mid) run one per SM, as
    * the runtime derives from their 192 or 128 KiB of dynamic shared memory (runtime/src/plan.c). */
-  const ingot_device_caps h200_ring = {32, 132, 232448, 1};
+  const ingot_device_caps h200_ring = {32, 132, 232448, 1, 0};
   /* The counts measured (docs/PERFORMANCE.md): bench/decode.py's points with the seed
    * kernel, then the ring kernels' ("Head dim 256", "Mid-size caches"). */
   static const struct {

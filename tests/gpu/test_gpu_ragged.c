@@ -1,0 +1,303 @@
+/* test_gpu_ragged.c: ragged batches through the balanced split (issue 23;
+ * docs/INTERNALS.md "Balanced split"). Every plan here must be balanced (its
+ * workspace has the balanced layout's size); each batch is checked against
+ * the CPU reference with poisoned K/V tails and page-table entries:
+ *  - lengths 0, 1, odd, the capacity, past it (clamped), negative; one huge
+ *    sequence among many tiny ones; a log-uniform spread; an empty batch;
+ *  - contiguous and paged (and paged equal to contiguous bit for bit when the
+ *    kernels tile alike), masks none and causal, Sq 1 and > 1, LSE;
+ *  - the compact merge (few units) and the wide one (many);
+ *  - two executes of one plan give the same bits;
+ *  - one execute captured in a CUDA graph and replayed with new lengths (the
+ *    huge sequence moving), every replay against the reference, the last
+ *    against a direct execute bit for bit;
+ *  - the same batch planned uniform (INGOT_BALANCE=0) matches the reference too.
+ * INGOT_RAGGED_QUICK=1 (for compute-sanitizer runs): one contiguous and one
+ * paged case, 4 graph replays. Usage: <binary> [pack_dir] */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode_harness.h"
+#include "gpu_mem.h"
+
+#define TEST_NAME "test_gpu_ragged"
+
+static int g_balanced_plans = 0;
+static int g_quick = 0; /* INGOT_RAGGED_QUICK */
+
+/* The balanced workspace (templates/ingot_attention_decode_dispatch.h,
+ * ingot_ad_balanced_workspace): per KV head (units + B) slots of rows_total
+ * rows, lse padded to 4 floats then D floats each, then B + 1 int64 prefixes. */
+static size_t balanced_ws(const dh_case *c, const dh_kernel *k, int units) {
+  const size_t rows = (size_t)k->group * (size_t)k->max_sq, slots = (size_t)units + (size_t)c->s.batch;
+  const size_t per = (rows * slots + 3) / 4 * 4 + rows * slots * (size_t)c->s.head_dim;
+  return per * (size_t)c->s.num_kv_heads * 4 + ((size_t)c->s.batch + 1) * 8;
+}
+
+/* Is the case's plan balanced? (a failure is counted by the caller) */
+static int is_balanced(const dh_session *s, const dh_case *c) {
+  const dh_kernel *k = dh_kernel_named(s->kernels, s->num_kernels, ingot_plan_kernel_name(c->plan));
+  return k != NULL && c->ws_size == balanced_ws(c, k, ingot_plan_num_splits(c->plan));
+}
+
+enum { kMixed, kOneHuge, kLogSpread, kEmpty, kKinds };
+static const char *const kKindName[kKinds] = {"mixed edge lengths", "one huge among tiny", "log-uniform", "empty"};
+
+static void fill(int32_t *lens, int B, int cap, int kind) {
+  const int huge = dh_rand_range(0, B - 1);
+  for (int b = 0; b < B; ++b) {
+    switch (kind) {
+      case kMixed: {
+        static const int fixed[] = {0, 1, 17, 63, 101, -3};
+        const int e = dh_rand_range(0, 9);
+        lens[b] = e < 6 ? fixed[e] : e == 6 ? cap : e == 7 ? cap + dh_rand_range(1, 9) : e == 8 ? 2147483647
+                                              : dh_rand_range(1, cap) | 1;
+        break;
+      }
+      case kOneHuge: lens[b] = b == huge ? cap : dh_rand_range(0, 3); break;
+      case kLogSpread: {
+        int v = 1 << dh_rand_range(0, 12);
+        v += dh_rand_range(0, v);
+        lens[b] = v > cap ? cap : v;
+        break;
+      }
+      default: lens[b] = 0; break;
+    }
+  }
+  if (kind == kMixed) lens[0] = 0, lens[B - 1] = cap; /* both ends always */
+}
+
+/* Runs one case twice with these lengths: both against the reference, and the same bits. */
+static int run_twice(dh_session *s, dh_case *c, const int32_t *lens, const char *what) {
+  char label[256], d[160];
+  snprintf(label, sizeof label, "%s, %s (kernel %s, %d units)", dh_describe(c, d, sizeof d), what,
+           ingot_plan_kernel_name(c->plan), ingot_plan_num_splits(c->plan));
+  if (dh_set_lengths(c, lens) != 0 || dh_execute(c, s->stream) != 0) return 1;
+  s->stats.executes++;
+  int failures = dh_check(c, label, &s->stats) != 0;
+  uint16_t *o = malloc(c->n_q * 2);
+  float *lse = malloc(c->n_lse * 4);
+  if (o == NULL || lse == NULL) {
+    free(o), free(lse);
+    return failures + 1;
+  }
+  memcpy(o, c->o, c->n_q * 2);
+  memcpy(lse, c->lse, c->n_lse * 4);
+  if (dh_execute(c, s->stream) != 0) {
+    failures++;
+  } else {
+    s->stats.executes++;
+    failures += dh_check(c, label, &s->stats) != 0;
+    if (memcmp(o, c->o, c->n_q * 2) != 0 || (c->s.lse && memcmp(lse, c->lse, c->n_lse * 4) != 0)) {
+      fprintf(stderr, "FAIL [%s]: two executes of one plan differ\n", label);
+      failures++;
+    }
+  }
+  free(o), free(lse);
+  return failures;
+}
+
+/* A ragged case of kernel k: B sequences of capacity cap. Every length kind,
+ * twice each; paged cases are also compared bit for bit with contiguous ones
+ * (kc) on the same data. Returns the failures. */
+static int ragged_case(dh_session *s, const dh_kernel *k, const dh_kernel *kc, int B, int cap, ingot_mask mask,
+                       int sq, uint64_t seed, int *bitwise) {
+  dh_shape sh = dh_shape_for_kernel(k, cap, mask);
+  sh.batch = B;
+  sh.seq_q = sq;
+  char why[4096], d[160];
+  dh_case c, cc;
+  if (dh_case_create(&c, s->ctx, &sh, seed, DH_TAIL_POISON, why, sizeof why) != 0) {
+    fprintf(stderr, "FAIL: ragged case B %d capacity %d: %s\n", B, cap, why);
+    return 1;
+  }
+  int failures = 0, have_cc = 0;
+  if (!is_balanced(s, &c)) {
+    fprintf(stderr, "FAIL: %s: the plan (kernel %s, %d splits, %zu workspace bytes) is not balanced\n",
+            dh_describe(&c, d, sizeof d), ingot_plan_kernel_name(c.plan), ingot_plan_num_splits(c.plan), c.ws_size);
+    dh_case_destroy(&c);
+    return 1;
+  }
+  g_balanced_plans++;
+  if (sh.page_size > 0 && kc != NULL) { /* the same data, contiguous */
+    dh_shape shc = sh;
+    shc.page_size = 0;
+    have_cc = dh_case_create(&cc, s->ctx, &shc, seed, DH_TAIL_POISON, why, sizeof why) == 0;
+    if (!have_cc) fprintf(stderr, "  (no contiguous twin: %s)\n", why);
+  }
+  printf("  %s: kernel %s, %d units, %zu workspace bytes\n", dh_describe(&c, d, sizeof d),
+         ingot_plan_kernel_name(c.plan), ingot_plan_num_splits(c.plan), c.ws_size);
+  int32_t *lens = malloc((size_t)B * 4);
+  for (int kind = 0; kind < kKinds && lens != NULL; ++kind) {
+    fill(lens, B, cap, kind);
+    failures += run_twice(s, &c, lens, kKindName[kind]);
+    if (have_cc) {
+      const dh_kernel *a = dh_kernel_named(s->kernels, s->num_kernels, ingot_plan_kernel_name(c.plan));
+      const dh_kernel *b = dh_kernel_named(s->kernels, s->num_kernels, ingot_plan_kernel_name(cc.plan));
+      failures += run_twice(s, &cc, lens, kKindName[kind]);
+      if (a && b && a->waves == b->waves && a->tokens_per_wave == b->tokens_per_wave && a->rows == b->rows &&
+          ingot_plan_num_splits(c.plan) == ingot_plan_num_splits(cc.plan)) {
+        ++*bitwise;
+        if (memcmp(c.o, cc.o, c.n_q * 2) != 0 || (c.s.lse && memcmp(c.lse, cc.lse, c.n_lse * 4) != 0)) {
+          fprintf(stderr, "FAIL: %s, %s: paged (%s) and contiguous (%s) differ\n", dh_describe(&c, d, sizeof d),
+                  kKindName[kind], a->name, b->name);
+          failures++;
+        }
+      }
+    }
+  }
+  free(lens);
+  if (have_cc) dh_case_destroy(&cc);
+  dh_case_destroy(&c);
+  return failures;
+}
+
+/* Capture one execute, replay it with new ragged lengths. */
+static int graph_replay(dh_session *s, const dh_kernel *k, int B, int cap, uint64_t seed) {
+  dh_shape sh = dh_shape_for_kernel(k, cap, INGOT_MASK_NONE);
+  sh.batch = B;
+  sh.seq_q = 1;
+  char why[4096], label[256], d[160], err[1024] = "";
+  dh_case c;
+  if (dh_case_create(&c, s->ctx, &sh, seed, DH_TAIL_POISON, why, sizeof why) != 0) {
+    fprintf(stderr, "FAIL: graph case: %s\n", why);
+    return 1;
+  }
+  if (!is_balanced(s, &c)) {
+    fprintf(stderr, "FAIL: graph case %s is not balanced\n", dh_describe(&c, d, sizeof d));
+    dh_case_destroy(&c);
+    return 1;
+  }
+  g_balanced_plans++;
+  int32_t *lens = malloc((size_t)B * 4);
+  fill(lens, B, cap, kOneHuge);
+  void *exec = NULL;
+  const ingot_attention_buffers buf = dh_buffers(&c);
+  int failures = 0;
+  if (dh_set_lengths(&c, lens) != 0 || gpu_capture_begin(s->stream) != 0) {
+    fprintf(stderr, "FAIL: graph setup: %s\n", gpu_mem_error());
+    free(lens);
+    dh_case_destroy(&c);
+    return 1;
+  }
+  const ingot_status est = ingot_plan_execute_ex(c.plan, s->stream, &buf, c.dws, c.ws_size, err, sizeof err);
+  const int end = gpu_capture_end(s->stream, &exec);
+  if (est != INGOT_OK || end != 0) {
+    fprintf(stderr, "FAIL: capturing a balanced execute: %s %s %s\n", ingot_status_string(est), err,
+            end ? gpu_mem_error() : "");
+    gpu_graph_destroy(exec);
+    free(lens);
+    dh_case_destroy(&c);
+    return 1;
+  }
+  printf("  graph %s: kernel %s, %d units\n", dh_describe(&c, d, sizeof d), ingot_plan_kernel_name(c.plan),
+         ingot_plan_num_splits(c.plan));
+  for (int t = 0; t < (g_quick ? 4 : 24) && failures == 0; ++t) {
+    fill(lens, B, cap, t % 3 == 2 ? kLogSpread : t % 3 == 1 ? kMixed : kOneHuge);
+    if (dh_set_lengths(&c, lens) != 0 || dh_poison_outputs(&c) != 0 || gpu_graph_launch(exec, s->stream) != 0 ||
+        gpu_stream_sync(s->stream) != 0) {
+      fprintf(stderr, "FAIL: replay %d: %s\n", t, gpu_mem_error());
+      failures = 1;
+      break;
+    }
+    s->stats.executes++;
+    snprintf(label, sizeof label, "%s replay %d", d, t);
+    failures = dh_check(&c, label, &s->stats) != 0;
+  }
+  if (failures == 0) {
+    uint16_t *o = malloc(c.n_q * 2);
+    float *lse = malloc(c.n_lse * 4);
+    memcpy(o, c.o, c.n_q * 2);
+    memcpy(lse, c.lse, c.n_lse * 4);
+    if (dh_execute(&c, s->stream) != 0) {
+      failures = 1;
+    } else {
+      s->stats.executes++;
+      snprintf(label, sizeof label, "%s direct execute", d);
+      failures = dh_check(&c, label, &s->stats) != 0;
+      if (memcmp(o, c.o, c.n_q * 2) != 0 || (c.s.lse && memcmp(lse, c.lse, c.n_lse * 4) != 0)) {
+        fprintf(stderr, "FAIL: %s: the graph replay and a direct execute differ\n", d);
+        failures = 1;
+      }
+    }
+    free(o), free(lse);
+  }
+  gpu_graph_destroy(exec);
+  free(lens);
+  dh_case_destroy(&c);
+  return failures;
+}
+
+/* The same ragged batch planned uniform (INGOT_BALANCE=0, read at plan time):
+ * not balanced, and also right. */
+static int uniform_twin(dh_session *s, const dh_kernel *k, int B, int cap, uint64_t seed) {
+  dh_shape sh = dh_shape_for_kernel(k, cap, INGOT_MASK_NONE);
+  sh.batch = B;
+  sh.seq_q = 1;
+  char why[4096];
+  dh_case c;
+  setenv("INGOT_BALANCE", "0", 1);
+  const int rc = dh_case_create(&c, s->ctx, &sh, seed, DH_TAIL_POISON, why, sizeof why);
+  unsetenv("INGOT_BALANCE");
+  if (rc != 0) {
+    fprintf(stderr, "FAIL: uniform twin: %s\n", why);
+    return 1;
+  }
+  int failures = 0;
+  if (is_balanced(s, &c)) {
+    fprintf(stderr, "FAIL: INGOT_BALANCE=0 still gave a balanced plan\n");
+    failures++;
+  }
+  int32_t *lens = malloc((size_t)B * 4);
+  fill(lens, B, cap, kOneHuge);
+  failures += run_twice(s, &c, lens, "uniform plan (INGOT_BALANCE=0)");
+  free(lens);
+  dh_case_destroy(&c);
+  return failures;
+}
+
+int main(int argc, char **argv) {
+  dh_session sess;
+  dh_session_open(&sess, argc, argv, TEST_NAME);
+  int other = 0, bitwise = 0;
+  const dh_kernel *kc = dh_session_kernel(&sess, 0, 1, 1, &other);
+  if (kc == NULL) return dh_session_close(&sess, TEST_NAME, other);
+  const dh_kernel *kp = dh_session_kernel(&sess, 1, 1, 1, NULL);
+  const dh_kernel *ks = dh_session_kernel(&sess, 0, 2, 1, NULL); /* Sq > 1 */
+  uint64_t seed = sess.seed;
+  const char *quick = getenv("INGOT_RAGGED_QUICK");
+  g_quick = quick != NULL && strcmp(quick, "1") == 0;
+  if (g_quick) { /* compute-sanitizer: both merges, both layouts, a graph */
+    other += ragged_case(&sess, kc, NULL, 24, 1024, INGOT_MASK_NONE, 1, seed++, &bitwise);
+    if (kp != NULL) other += ragged_case(&sess, kp, kc, 3, 256, INGOT_MASK_CAUSAL, 1, seed++, &bitwise);
+    other += graph_replay(&sess, kc, 8, 512, seed++);
+    printf("%s: quick: %d balanced plans, %d paged/contiguous bitwise comparisons\n", TEST_NAME, g_balanced_plans,
+           bitwise);
+    return dh_session_close(&sess, TEST_NAME, other);
+  }
+  /* many units (wide merge) and few (compact: B 3 at 256 tokens) */
+  other += ragged_case(&sess, kc, NULL, 24, 2048, INGOT_MASK_NONE, 1, seed++, &bitwise);
+  other += ragged_case(&sess, kc, NULL, 3, 256, INGOT_MASK_CAUSAL, 1, seed++, &bitwise);
+  other += ragged_case(&sess, kc, NULL, 40, 1024, INGOT_MASK_CAUSAL, 1, seed++, &bitwise);
+  if (kp != NULL) {
+    other += ragged_case(&sess, kp, kc, 24, 2048, INGOT_MASK_NONE, 1, seed++, &bitwise);
+    other += ragged_case(&sess, kp, kc, 3, 256, INGOT_MASK_CAUSAL, 1, seed++, &bitwise);
+  }
+  if (ks != NULL) {
+    const int sq = ks->max_sq > 4 ? 4 : ks->max_sq;
+    other += ragged_case(&sess, ks, NULL, 12, 1024, INGOT_MASK_CAUSAL, sq, seed++, &bitwise);
+    const dh_kernel *ksp = dh_session_kernel(&sess, 1, 2, 1, NULL);
+    if (ksp != NULL) other += ragged_case(&sess, ksp, NULL, 12, 1024, INGOT_MASK_CAUSAL, sq, seed++, &bitwise);
+  }
+  other += graph_replay(&sess, kc, 32, 2048, seed++);
+  if (kp != NULL) other += graph_replay(&sess, kp, 32, 2048, seed++);
+  other += uniform_twin(&sess, kc, 24, 2048, seed++);
+  printf("%s: %d balanced plans, %d paged/contiguous bitwise comparisons\n", TEST_NAME, g_balanced_plans, bitwise);
+  if (kp != NULL && bitwise == 0) {
+    fprintf(stderr, "FAIL: no paged/contiguous pair could be compared bit for bit\n");
+    other++;
+  }
+  return dh_session_close(&sess, TEST_NAME, other);
+}

@@ -1,0 +1,237 @@
+/* test_ragged_balance.c: the balanced split mode's arithmetic and planning
+ * (templates/ingot_attention_decode_balance.h, ingot_attention_decode_dispatch.h;
+ * docs/INTERNALS.md "Balanced split"), host only.
+ *  - The plan: a batch of 2..INGOT_AD_BALANCED_MAX_BATCH (1024) sequences is
+ *    balanced when the caps allow it (units = the uniform plan's segments x B,
+ *    capped at 256 and the kernel's max_splits), with the uniform plan's
+ *    modelled time; B = 1, B past the maximum and
+ *    caps.balance = 0 give the uniform plan, unchanged. Grids, flags and the
+ *    workspace bound follow the layout.
+ *  - The schedule (test_ragged_schedule.h replays what the kernels compute) on
+ *    fresh random length vectors: zeros, ones, odd lengths, the capacity and
+ *    past it, negative ones, one huge among many tiny, log-uniform spreads,
+ *    sums near 2^31 and far past it (capacity 2^31 - 1 - 1024), B = 4096.
+ *  - A negative control: a schedule replay with a broken slot rule fails.
+ * usage: test_ragged_balance */
+#include "test_util.h"
+/* after test_util.h, which sets the feature macros before any system header */
+#include "dispatch.h"
+#include "ingot_attention_decode_dispatch.h"
+#include "test_ragged_schedule.h"
+
+extern const ingot_dispatch_entry ingot_attention_decode_dispatch;
+
+#define MAX_CAPACITY 2147482623 /* the pack's admitted maximum (configs/attention_decode.yaml) */
+#define ARITH_BATCH 4096        /* the arithmetic is checked to this batch, past the plan's maximum */
+
+static int32_t g_lens[ARITH_BATCH + 1];
+
+/* A length vector of one of several shapes; some raw values lie outside [0, capacity]. */
+static void fill_lengths(int32_t *lens, int B, int capacity, int kind) {
+  const int huge = (int)rnd_range(0, B - 1);
+  for (int b = 0; b < B; ++b) {
+    int64_t v;
+    switch (kind) {
+      case 0: v = rnd_range(0, capacity); break;                                  /* uniform */
+      case 1: v = (int64_t)1 << rnd_range(0, 30); v = v > capacity ? capacity : v; /* log-uniform */
+              v += rnd_range(0, v / 2); break;
+      case 2: v = b == huge ? capacity : rnd_range(0, 3); break;                  /* one huge, many tiny */
+      case 3: {                                                                   /* the edge values */
+        static const int64_t edge[] = {0, 1, 2, 3, 15, 17, 63, 65, -1, INT32_MIN};
+        const int e = (int)rnd_range(0, 12);
+        v = e < 10 ? edge[e] : e == 10 ? capacity : e == 11 ? (int64_t)capacity + rnd_range(1, 1000) : INT32_MAX;
+        break;
+      }
+      case 4: v = rnd_range(0, 1) ? 0 : rnd_range(0, capacity); break;            /* half empty */
+      default: v = capacity - rnd_range(0, 2); break;                             /* all full */
+    }
+    if (v > INT32_MAX) v = INT32_MAX;
+    lens[b] = (int32_t)v;
+  }
+}
+
+static int tile_of(const ingot_ad_kernel_meta *m) { return m->waves * m->tokens_per_wave; }
+
+/* The stub's plan of a (B, Hkv, capacity) graph with the seed-like kernel m, balanced or not. */
+static ingot_status plan_of(const ingot_ad_kernel_meta *m, int B, int Hkv, int64_t capacity, int paged, int balance,
+                            int blocks, ingot_dispatch_plan *p, char *err, size_t n) {
+  ingot_attention_graph g = shaped_graph(m->dtype, Hkv * m->group, Hkv, m->head_dim, m->max_sq, B, capacity, paged,
+                                         64, 0, m->lse);
+  const ingot_device_caps caps = {32, 132, 232448, blocks, balance};
+  return ingot_attention_decode_dispatch.plan(m, &g, &caps, p, err, n);
+}
+
+/* Plans: balanced where it should be, the uniform plan elsewhere, and the balanced
+ * plan's grids, flags and workspace; then its schedule on fresh lengths. */
+static void check_plans(void) {
+  static const ingot_ad_kernel_meta kernels[] = {
+      {INGOT_DTYPE_BF16, 128, 4, 1, 4, 4, 16, 256, 0, 1}, /* the seed tile: 64 tokens */
+      {INGOT_DTYPE_BF16, 128, 4, 1, 4, 8, 16, 256, 1, 1}, /* 8 waves, paged: 128 */
+      {INGOT_DTYPE_FP16, 128, 8, 4, 8, 4, 16, 256, 0, 1}, /* 32 rows: 4 row blocks */
+      {INGOT_DTYPE_BF16, 256, 1, 1, 1, 4, 8, 256, 1, 0},  /* head dim 256, 32 tokens */
+      {INGOT_DTYPE_BF16, 128, 4, 1, 4, 2, 16, 7, 0, 0},   /* max_splits 7 caps the units */
+  };
+  int balanced = 0, uniform = 0, capped = 0;
+  for (int it = 0; it < 300; ++it) {
+    const ingot_ad_kernel_meta *m = &kernels[rnd_range(0, 4)];
+    const int pick = (int)rnd_range(0, 9);
+    const int B = pick == 0 ? 1 : pick == 1 ? INGOT_AD_BALANCED_MAX_BATCH + (int)rnd_range(1, 3000)
+                : pick == 2 ? INGOT_AD_BALANCED_MAX_BATCH : (int)rnd_range(2, pick < 6 ? 64 : INGOT_AD_BALANCED_MAX_BATCH);
+    const int Hkv = (int)rnd_range(1, 8), paged = m->paged, blocks = (int)rnd_range(1, 3);
+    const int64_t capacity = rnd_range(0, 3) == 0 ? rnd_range(1, 1 << 20) / 64 * 64 + 64 : 64 * rnd_range(1, 4096);
+    ingot_dispatch_plan u, p;
+    char err[256] = "";
+    CHECK_STATUS(plan_of(m, B, Hkv, capacity, paged, 0, blocks, &u, err, sizeof err), INGOT_OK);
+    CHECK_STATUS(plan_of(m, B, Hkv, capacity, paged, 1, blocks, &p, err, sizeof err), INGOT_OK);
+    if (err[0]) fprintf(stderr, "B %d Hkv %d capacity %lld: %s\n", B, Hkv, (long long)capacity, err);
+    CHECK(!(u.flags & INGOT_AD_FLAG_BALANCED));
+    const int64_t rows_total = (int64_t)m->group * m->max_sq, row_blocks = (rows_total + m->rows - 1) / m->rows;
+    const int64_t want = (int64_t)u.num_splits * B;
+    const int64_t most = m->max_splits < 256 ? m->max_splits : 256;
+    const int64_t units = want < most ? want : most;
+    const int64_t resident = 132 * blocks;
+    const int expect = B > 1 && B <= INGOT_AD_BALANCED_MAX_BATCH && (units == want || units * Hkv * row_blocks >= resident);
+    if (!expect) {
+      /* the uniform plan, bit for bit */
+      CHECK(!(p.flags & INGOT_AD_FLAG_BALANCED));
+      CHECK(memcmp(&u, &p, sizeof u) == 0);
+      ++uniform;
+      continue;
+    }
+    ++balanced;
+    capped += units < want;
+    int64_t fill = (resident + Hkv * row_blocks - 1) / (Hkv * row_blocks);
+    if (fill > units) fill = units;
+    CHECK(p.flags == (u.flags | INGOT_AD_FLAG_BALANCED | (B << INGOT_AD_FLAG_BATCH_SHIFT) |
+                      (int)(fill << INGOT_AD_FLAG_FILL_SHIFT)));
+    CHECK(ingot_ad_bal_fill(p.flags) == fill && fill >= 1);
+    CHECK(p.num_splits == units && p.cost == u.cost && p.num_launches == 2);
+    CHECK(p.launches[0].entry == 0 && p.launches[0].grid[0] == (uint32_t)((units + B - 1) * Hkv * row_blocks) &&
+          p.launches[0].grid[1] == 1 && p.launches[0].grid[2] == 1 && p.launches[0].block[0] == u.launches[0].block[0]);
+    const uint32_t merge_threads = INGOT_AD_MERGE_WAVES * 32;
+    const uint32_t merge_x = units <= INGOT_AD_COMPACT_MERGE_SPLITS
+                                 ? (uint32_t)((rows_total * (m->head_dim / 4) + merge_threads - 1) / merge_threads)
+                                 : (uint32_t)(rows_total * (m->head_dim / 32));
+    CHECK(p.launches[1].entry == 1 && p.launches[1].grid[0] == merge_x && p.launches[1].grid[1] == (uint32_t)Hkv &&
+          p.launches[1].grid[2] == (uint32_t)B && p.launches[1].block[0] == merge_threads);
+    CHECK(p.capacity == u.capacity && p.sq == u.sq && p.num_kv_heads == u.num_kv_heads && p.page_size == u.page_size);
+    /* the schedule on this plan, with fresh lengths */
+    fill_lengths(g_lens, B, (int)capacity, (int)rnd_range(0, 5));
+    char msg[512];
+    const char *why = rs_check(g_lens, B, (int)capacity, tile_of(m), p.num_splits, ingot_ad_bal_fill(p.flags), Hkv,
+                               rows_total, m->head_dim,
+                               p.workspace_bytes, NULL, msg, sizeof msg);
+    if (why) fprintf(stderr, "plan B %d Hkv %d capacity %lld units %d: %s\n", B, Hkv, (long long)capacity,
+                     p.num_splits, why);
+    CHECK(why == NULL);
+  }
+  printf("  plans: %d balanced (%d with the unit cap), %d uniform\n", balanced, capped, uniform);
+  CHECK(balanced > 50 && uniform > 20 && capped > 0);
+}
+
+/* The schedule alone, over random vectors and the extreme ones. */
+static void check_schedules(void) {
+  static const int tiles[] = {32, 64, 128, 16};
+  long long pieces = 0;
+  int vectors = 0;
+  for (int it = 0; it < 400; ++it) {
+    const int B = it % 10 == 0 ? ARITH_BATCH : (int)rnd_range(2, it % 3 ? 64 : ARITH_BATCH);
+    const int capacity = it % 4 == 0 ? MAX_CAPACITY : (int)rnd_range(1, 1 << 22);
+    const int tile = tiles[rnd_range(0, 3)], units = (int)rnd_range(1, 256), fill = (int)rnd_range(1, units);
+    fill_lengths(g_lens, B, capacity, (int)rnd_range(0, 5));
+    char msg[512];
+    long long np = 0;
+    const char *why = rs_check(g_lens, B, capacity, tile, units, fill, 0, 0, 0, 0, &np, msg, sizeof msg);
+    if (why) fprintf(stderr, "B %d capacity %d tile %d units %d: %s\n", B, capacity, tile, units, why);
+    CHECK(why == NULL);
+    pieces += np;
+    ++vectors;
+  }
+  /* sums near 2^31 tokens: B = 4096 lengths around 2^31 / 4096, the sum just below,
+   * at and just past 2^31; and the largest batch, every sequence at the largest capacity */
+  static const int64_t targets[] = {((int64_t)1 << 31) - 1, (int64_t)1 << 31, ((int64_t)1 << 31) + 4097};
+  for (int t = 0; t < 3; ++t) {
+    const int B = ARITH_BATCH;
+    int64_t sum = 0;
+    for (int b = 0; b < B; ++b) {
+      g_lens[b] = (int32_t)(targets[t] / B + rnd_range(-1000, 1000));
+      sum += g_lens[b];
+    }
+    g_lens[B - 1] += (int32_t)(targets[t] - sum); /* exactly the target */
+    for (int tile = 16; tile <= 128; tile *= 2) {
+      char msg[512];
+      const char *why = rs_check(g_lens, B, MAX_CAPACITY, tile, 256, (int)rnd_range(1, 256), 8, 4, 128,
+                                 ingot_ad_balanced_workspace(B, 8, 4, 128, 256), NULL, msg, sizeof msg);
+      if (why) fprintf(stderr, "sum %lld, tile %d: %s\n", (long long)targets[t], tile, why);
+      CHECK(why == NULL);
+    }
+  }
+  for (int b = 0; b < ARITH_BATCH; ++b) g_lens[b] = rnd_range(0, 1) ? MAX_CAPACITY : INT32_MAX;
+  char msg[512];
+  long long np = 0;
+  const char *why = rs_check(g_lens, ARITH_BATCH, MAX_CAPACITY, 16, 256, 33, 1, 1, 32,
+                             ingot_ad_balanced_workspace(ARITH_BATCH, 1, 1, 32, 256), &np, msg,
+                             sizeof msg);
+  if (why) fprintf(stderr, "B 4096 all at capacity 2^31 - 1025: %s\n", why);
+  /* 256 equal shares of 16 whole sequences each: one piece per sequence, none split */
+  CHECK(why == NULL && np == ARITH_BATCH);
+  /* tiles 3, 2, 2, 2 over 3 units ([0,3) [3,6) [6,9)): only sequence 2 ([5,7)) is cut */
+  g_lens[0] = 16 * 3;
+  for (int b = 1; b < 4; ++b) g_lens[b] = 16 * 2;
+  why = rs_check(g_lens, 4, 1000, 16, 3, 3, 0, 0, 0, 0, &np, msg, sizeof msg);
+  CHECK(why == NULL && np == 5);
+  /* an empty batch: no unit has a share, every sequence no piece */
+  memset(g_lens, 0, sizeof g_lens);
+  why = rs_check(g_lens, 17, 1000, 64, 40, 20, 0, 0, 0, 0, &np, msg, sizeof msg);
+  CHECK(why == NULL && np == 0);
+  /* more units than tiles, all of them filling: each tile its own unit */
+  for (int b = 0; b < 5; ++b) g_lens[b] = 64 * (b + 1);
+  why = rs_check(g_lens, 5, 1000, 64, 200, 200, 0, 0, 0, 0, &np, msg, sizeof msg);
+  CHECK(why == NULL && np == 15);
+  /* a short batch takes `fill` units, not all: 15 tiles over 3 of 200, shares of 5 */
+  CHECK(ingot_ad_bal_active(15, 200, 3) == 3);
+  why = rs_check(g_lens, 5, 1000, 64, 200, 3, 0, 0, 0, 0, &np, msg, sizeof msg);
+  CHECK(why == NULL && np == 6); /* tiles 1, 2, 3, 4, 5 over [0,5) [5,10) [10,15): only sequence 2 is cut */
+  /* a long batch takes shares of at most INGOT_AD_BALANCED_SHARE_TILES tiles, up to the units */
+  CHECK(ingot_ad_bal_active(64 * 100, 256, 33) == 100 && ingot_ad_bal_active(64 * 100 + 1, 256, 33) == 101);
+  CHECK(ingot_ad_bal_active(64 * 1000, 256, 33) == 256 && ingot_ad_bal_active(0, 256, 33) == 0);
+  printf("  schedules: %d random vectors, %lld pieces; sums near 2^31 and B = 4096 at capacity\n", vectors, pieces);
+}
+
+/* The workspace bound: exact, and 0 (the plan's refusal) when a product overflows. */
+static void check_workspace(void) {
+  CHECK(ingot_ad_balanced_workspace(2, 1, 4, 128, 2) == (uint64_t)((16 + 16 * 128) * 4 + 3 * 8));
+  CHECK(ingot_ad_balanced_workspace(32, 8, 4, 128, 32) == (uint64_t)((256 + 256 * 128) * 8 * 4 + 33 * 8));
+  CHECK(ingot_ad_balanced_workspace(4096, 65535, 1 << 20, 1 << 20, 256) == 0);
+  CHECK(ingot_ad_balanced_workspace(4096, 65535, (int64_t)1 << 40, 128, 256) == 0);
+}
+
+/* Negative controls: slot w alone (without + b) collides where pieces of two
+ * sequences share a unit, and rs_check catches a workspace one word short. */
+static void check_negative_control(void) {
+  for (int b = 0; b < 8; ++b) g_lens[b] = 1000;
+  unsigned char used[64] = {0};
+  int collisions = 0;
+  const long long total = 8 * 16, active = 12; /* 8 sequences of 16 tiles (tile 64), 12 units */
+  for (long long w = 0; w < active; ++w)
+    for (int b = 0; b < 8; ++b) {
+      long long lo, hi;
+      ingot_ad_bal_piece(w, total, active, 16LL * b, 16, &lo, &hi);
+      if (lo < hi && ingot_ad_bal_piece_slot(w, b, lo, hi, 16LL * b, 16) >= 0) collisions += used[w]++ > 0;
+    }
+  CHECK(collisions > 0); /* slot = w alone collides; w + b (the header's) does not (check_schedules) */
+  char msg[256];
+  CHECK(rs_check(g_lens, 8, 1000, 64, 12, 12, 0, 0, 0, 0, NULL, msg, sizeof msg) == NULL);
+  /* a wrong workspace size is caught */
+  CHECK(rs_check(g_lens, 8, 1000, 64, 12, 12, 2, 4, 128, ingot_ad_balanced_workspace(8, 2, 4, 128, 12) - 8, NULL, msg,
+                 sizeof msg) != NULL);
+}
+
+int main(void) {
+  test_seed_rng();
+  check_plans();
+  check_schedules();
+  check_workspace();
+  check_negative_control();
+  return test_finish("test_ragged_balance");
+}
