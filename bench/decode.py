@@ -289,6 +289,101 @@ def run_models(ctx, a, ceiling):
     return 0
 
 
+# Ragged batches (issue 23): (name, B, lengths function of a seeded generator), Hq/Hkv 32/8, D 128.
+def _log_uniform(gen, b, lo, hi):
+    return [int(math.exp(math.log(lo) + (math.log(hi) - math.log(lo)) * float(x))) for x in torch.rand(b, generator=gen)]
+
+
+RAGGED = (
+    ("B=32 log-uniform 64..32K", 32, lambda g: _log_uniform(g, 32, 64, 32768)),
+    ("B=32 one 32K + 31 x 512", 32, lambda g: [32768] + [512] * 31),
+    ("B=32 4 x 32K + 28 x 1K", 32, lambda g: [32768] * 4 + [1024] * 28),
+    ("B=8 one 64K + 7 x 256", 8, lambda g: [65536] + [256] * 7),
+    ("B=64 log-uniform 16..16K", 64, lambda g: _log_uniform(g, 64, 16, 16384)),
+    ("B=16 8 empty + 8 x 16K", 16, lambda g: [0] * 8 + [16384] * 8),
+)
+
+
+def ragged_point(ctx, name, B, lens, reps, calls, rounds, hq=32, hkv=8, d=128):
+    """One ragged batch: ingot's balanced plan and its uniform-segment plan (INGOT_BALANCE=0 at plan
+    time) on the same lengths, and a uniform batch of the same total tokens, by graph replay."""
+    dt = torch.bfloat16
+    cap = max(max(lens), 1)
+    total = sum(lens)
+    gen = torch.Generator(device="cuda").manual_seed(total + B)
+    kv_bytes = 2 * B * cap * hkv * d * 2
+    nbuf = int(max(2, min(16, math.ceil(4 * L2_BYTES / kv_bytes))))
+    qs = [torch.randn(B, hq, 1, d, device="cuda", dtype=dt, generator=gen) for _ in range(nbuf)]
+    ks = [torch.randn(B, cap, hkv, d, device="cuda", dtype=dt, generator=gen) for _ in range(nbuf)]
+    vs = [torch.randn(B, cap, hkv, d, device="cuda", dtype=dt, generator=gen) for _ in range(nbuf)]
+    o = torch.empty(B, hq, 1, d, device="cuda", dtype=dt)
+    lt = torch.tensor(lens, device="cuda", dtype=torch.int32)
+    lu = max(1, total // B)
+    lu_t = torch.full((B,), lu, device="cuda", dtype=torch.int32)
+    plans = {}
+    for key, env in (("balanced", None), ("unbalanced", "0")):
+        if env is None:
+            os.environ.pop("INGOT_BALANCE", None)
+        else:
+            os.environ["INGOT_BALANCE"] = env
+        plans[key] = ctx.plan(qs[0], ks[0], vs[0], o, lt, capacity=cap)
+    os.environ.pop("INGOT_BALANCE", None)
+    ku = [k[:, :lu].contiguous() for k in ks[:2]]
+    vu = [v[:, :lu].contiguous() for v in vs[:2]]
+    plans["uniform"] = ctx.plan(qs[0], ku[0], vu[0], o, lu_t, capacity=lu)
+    ws = torch.empty(max(p.workspace_size for p in plans.values()) // 4 + 1, device="cuda", dtype=torch.float32)
+    stream = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
+    ref = reference(qs[0], ks[0], vs[0], [int(x) for x in lens])
+    for key in ("balanced", "unbalanced"):
+        o.fill_(float("nan"))
+        plans[key].execute(plans[key].buffers(qs[0], ks[0], vs[0], o, lt), ws, stream())
+        torch.cuda.synchronize()
+        err = (o.double() - ref).abs()
+        if not bool((err <= ATOL + RTOL * ref.abs()).all()) or bool(torch.isnan(o).any()):
+            raise SystemExit(f"ingot {key} output wrong on {name}: max error {err.max().item():.4g}")
+    bufs = {key: [plans[key].buffers(qs[i], ks[i], vs[i], o, lt) for i in range(nbuf)]
+            for key in ("balanced", "unbalanced")}
+    bufs["uniform"] = [plans["uniform"].buffers(qs[i % 2], ku[i % 2], vu[i % 2], o, lu_t) for i in range(nbuf)]
+    timers = {key: GraphTimer(lambda i, key=key: plans[key].execute(bufs[key][i], ws, stream()), nbuf, max(calls, nbuf))
+              for key in plans}
+    per_round = {k: [] for k in timers}
+    for _ in range(rounds):
+        for k, t in timers.items():
+            per_round[k].append(float(np.median(t.sample(max(1, -(-reps // rounds))))))
+    res = {"case": name, "B": B, "tokens": total, "max_len": max(lens), "spread": max(lens) / max(1.0, total / B)}
+    for k in timers:
+        res[k] = float(np.median(per_round[k]))
+    res["ratio"] = res["balanced"] / res["uniform"]
+    res["ratio_unbalanced"] = res["unbalanced"] / res["uniform"]
+    res["kernel"], res["splits"] = plans["balanced"].kernel, plans["balanced"].num_splits
+    del timers, bufs, qs, ks, vs, ku, vu, ref
+    torch.cuda.empty_cache()
+    return res
+
+
+def run_ragged(ctx, a):
+    """bench/decode.py --ragged: each batch of RAGGED beside the uniform batch of its total tokens."""
+    rows = []
+    gen = torch.Generator().manual_seed(23)
+    print(f"{'case':<28} {'tokens':>8} | {'balanced':>9} {'uniform':>9} {'ratio':>6} | {'no balance':>10} {'ratio':>6}",
+          flush=True)
+    for name, b, fn in RAGGED:
+        r = ragged_point(ctx, name, b, fn(gen), a.reps, a.calls, a.rounds)
+        rows.append(r)
+        print(f"{name:<28} {r['tokens']:>8} | {r['balanced']:>7.1f}us {r['uniform']:>7.1f}us {r['ratio']:>5.2f}x | "
+              f"{r['unbalanced']:>8.1f}us {r['ratio_unbalanced']:>5.2f}x", flush=True)
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "decode_ragged.md"), "w") as f:
+        f.write("bf16, Hq/Hkv 32/8, D 128, contiguous, GPU time by CUDA-graph replay; ratio = against a uniform batch "
+                "of the same total tokens; no balance = the same plan with INGOT_BALANCE=0\n\n"
+                "| batch | tokens | max / mean length | balanced | uniform, same tokens | ratio | no balance | ratio |\n"
+                "|---|---|---|---|---|---|---|---|\n")
+        for r in rows:
+            f.write(f"| {r['case']} | {r['tokens']} | {r['spread']:.1f} | {r['balanced']:.1f} us | {r['uniform']:.1f} us | "
+                    f"{r['ratio']:.2f}x | {r['unbalanced']:.1f} us | {r['ratio_unbalanced']:.2f}x |\n")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default="build/lib/libingot.so")
@@ -307,6 +402,8 @@ def main():
                     help="ingot reads a paged cache of page size P (pages scattered by a random page table; "
                          "the peers and ingot's contiguous plan read the same values contiguous); writes "
                          "decode_paged<P>.csv/.md, and judges no targets (they are the contiguous cache's)")
+    ap.add_argument("--ragged", action="store_true",
+                    help="the ragged batches of RAGGED against uniform batches of the same tokens (decode_ragged.md)")
     ap.add_argument("--models", action="store_true",
                     help="the model table instead of the points: each model of MODELS at 8K and 64K tokens, "
                          "B=1 and B=32 (decode_models[_paged<P>].csv/.md)")
@@ -325,6 +422,8 @@ def main():
     print(f"copy ceiling (read+write): {ceiling / 1e9:.0f} GB/s; device arch {ctx.arch}", flush=True)
     if a.models:
         return run_models(ctx, a, ceiling)
+    if a.ragged:
+        return run_ragged(ctx, a)
 
     points = [(1, 8, 2, L) for L in (1024, 4096, 16384, 65536, 262144, 1048576)]
     points += [(16, 32, 8, 8192), (64, 32, 8, 8192)]
