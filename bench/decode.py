@@ -305,8 +305,8 @@ RAGGED = (
 
 
 def ragged_point(ctx, name, B, lens, reps, calls, rounds, hq=32, hkv=8, d=128):
-    """One ragged batch: ingot's balanced plan and its uniform-segment plan (INGOT_BALANCE=0 at plan
-    time) on the same lengths, and a uniform batch of the same total tokens, by graph replay."""
+    """One ragged batch: ingot's balanced plan (INGOT_BALANCE=1 at plan time) and its uniform-segment plan
+    (INGOT_BALANCE=0) on the same lengths, and a uniform batch of the same total tokens, by graph replay."""
     dt = torch.bfloat16
     cap = max(max(lens), 1)
     total = sum(lens)
@@ -321,11 +321,8 @@ def ragged_point(ctx, name, B, lens, reps, calls, rounds, hq=32, hkv=8, d=128):
     lu = max(1, total // B)
     lu_t = torch.full((B,), lu, device="cuda", dtype=torch.int32)
     plans = {}
-    for key, env in (("balanced", None), ("unbalanced", "0")):
-        if env is None:
-            os.environ.pop("INGOT_BALANCE", None)
-        else:
-            os.environ["INGOT_BALANCE"] = env
+    for key, env in (("balanced", "1"), ("unbalanced", "0")):  # read by libingot at plan time
+        os.environ["INGOT_BALANCE"] = env
         plans[key] = ctx.plan(qs[0], ks[0], vs[0], o, lt, capacity=cap)
     os.environ.pop("INGOT_BALANCE", None)
     ku = [k[:, :lu].contiguous() for k in ks[:2]]

@@ -13,7 +13,8 @@ python3 tools/check_wait_order.py $pack > $out/wait_order.log 2>&1
 rc=$?
 [ $rc -ne 0 ] && [ $rc -ne 77 ] && fails=$((fails + 1))
 echo "check_wait_order rc=$rc :: $(tail -n 1 $out/wait_order.log | cut -c1-200)"
-for t in tokens poison_tail capacity splits variants graph streams handoff models ragged; do
+# INGOT_GPU_TESTS: the tests to run (default: all of them, in this order).
+for t in ${INGOT_GPU_TESTS:-tokens poison_tail capacity splits variants graph streams handoff models ragged}; do
   start=$SECONDS
   timeout 300 build/bin/test_gpu_$t $pack > $out/gpu_$t.log 2>&1
   rc=$?

@@ -56,9 +56,11 @@ static ingot_status plan_kernel(const ingot_context *ctx, const char *arch, ingo
   caps.max_lds_bytes = ingot_arch_max_lds(arch);
   const ingot_code_object *obj = ingot_kernel_object(k, arch);
   caps.blocks_per_cu = obj ? ingot_blocks_per_cu(arch, obj, k->meta.waves, caps.wave_size) : 0;
-  /* Balanced batches unless the environment says INGOT_BALANCE=0 (an A/B switch for measurements). */
+  /* Balanced batches (issue 23) only where the environment says INGOT_BALANCE=1 when the plan is
+   * made: on the H200 they cost uniform batches 3-31% (B=16 32/8 8K 121.4 -> 125.4 us, B=4 8/2 8K
+   * 12.5 -> 16.4) while they save ragged ones up to 4x (docs/PERFORMANCE.md, Ragged batches). */
   const char *balance = getenv("INGOT_BALANCE");
-  caps.balance = !(balance != NULL && strcmp(balance, "0") == 0);
+  caps.balance = balance != NULL && strcmp(balance, "1") == 0;
   if (caps.wave_size <= 0) {
     ingot_format(err, n, "kernel %s: arch \"%s\" has no known wave size (allowed: sm_*, gfx*)", k->name, arch);
     return INGOT_INVALID_ARGUMENT;

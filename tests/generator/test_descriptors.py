@@ -368,11 +368,12 @@ class NegativeControlTest(unittest.TestCase):
 
     def test_reference_check_rejects_a_packaged_object_whose_bytes_changed(self):
         kdp_name = "attention_decode.kdp.json"
-        kd = self.packaged[kdp_name]["kernelDescriptors"][2]
+        i, kd = next((i, k) for i, k in enumerate(self.packaged[kdp_name]["kernelDescriptors"])
+                     if "gfx950" in k["kernel_source"]["objects"])
         path = kd["kernel_source"]["objects"]["gfx950"]["path"]
 
         def tamper(d):
-            d[kdp_name]["kernelDescriptors"][2]["kernel_source"]["objects"]["gfx950"]["sha256"] = "0" * 64
+            d[kdp_name]["kernelDescriptors"][i]["kernel_source"]["objects"]["gfx950"]["sha256"] = "0" * 64
 
         errs = self._reference_errors_after(tamper, docs=self.packaged, pack_dir=self.packaged_dir)
         self.assertEqual(errs, [f"{kdp_name}: kernel {kd['name']}: gfx950 code object {path} does not hash "

@@ -240,7 +240,7 @@ static int uniform_twin(dh_session *s, const dh_kernel *k, int B, int cap, uint6
   dh_case c;
   setenv("INGOT_BALANCE", "0", 1);
   const int rc = dh_case_create(&c, s->ctx, &sh, seed, DH_TAIL_POISON, why, sizeof why);
-  unsetenv("INGOT_BALANCE");
+  setenv("INGOT_BALANCE", "1", 1);
   if (rc != 0) {
     fprintf(stderr, "FAIL: uniform twin: %s\n", why);
     return 1;
@@ -267,6 +267,7 @@ int main(int argc, char **argv) {
   const dh_kernel *kp = dh_session_kernel(&sess, 1, 1, 1, NULL);
   const dh_kernel *ks = dh_session_kernel(&sess, 0, 2, 1, NULL); /* Sq > 1 */
   uint64_t seed = sess.seed;
+  setenv("INGOT_BALANCE", "1", 1); /* balanced plans are opt-in (runtime/src/plan.c) */
   const char *quick = getenv("INGOT_RAGGED_QUICK");
   g_quick = quick != NULL && strcmp(quick, "1") == 0;
   if (g_quick) { /* compute-sanitizer: both merges, both layouts, a graph */

@@ -294,6 +294,11 @@ int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *
 
 template <class T>
 int run_kernel(const char *name, Stats &st) {
+  // Instances that differ only in the group their rows are sized for (g4 and g8 at
+  // Sq 4: 8 rows each) are one Traits type, so one set of LDS statics
+  // (INGOT_SHARED): they take turns, whatever the host threads.
+  static std::mutex same_traits;
+  std::lock_guard<std::mutex> turn(same_traits);
   Pool pool(T::kThreads > T::kMergeThreads ? T::kThreads : T::kMergeThreads);
   static_assert(T::kThreads == T::kMergeThreads, "one pool for both launches");
   const int page = T::kPaged ? T::kChunk * 2 : 0;
