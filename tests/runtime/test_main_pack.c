@@ -374,6 +374,18 @@ int main(int argc, char **argv) {
     if (ctx == NULL) return test_finish("test_main_pack");
     CHECK_STATUS(ingot_context_open_pack(ctx, argv[1]), INGOT_OK);
     if (a == 0) kernels = ingot_context_kernel_count(ctx);
+    /* Balanced plans are opt-in (INGOT_BALANCE=1 when the plan is made, runtime/src/plan.c):
+     * without it a batch plans uniform segments; with it (the rest of this test) the balanced
+     * plans are checked too. */
+    {
+      unsetenv("INGOT_BALANCE");
+      ingot_attention_graph g = shaped_graph(INGOT_DTYPE_BF16, 32, 8, 128, 1, 16, 8192, 0, 16, 0, 0);
+      ingot_plan *plan = NULL;
+      CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_OK);
+      if (plan) CHECK((plan->dispatch.flags & INGOT_AD_FLAG_BALANCED) == 0);
+      ingot_plan_destroy(plan);
+      setenv("INGOT_BALANCE", "1", 1);
+    }
     CHECK(kernels >= 40 && ingot_context_kernel_count(ctx) == kernels);
     for (int i = 0; i < 300; ++i) {
       /* any group (Hq = group x Hkv) and any KV head count */
