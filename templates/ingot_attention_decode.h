@@ -52,7 +52,7 @@ namespace ingot {
 // instead of bottom-right (keys < L - Sq + 1 + i).
 // (bit 2 marks a balanced plan, bits 3..11 and 16..30 hold its fill and batch:
 // ingot_attention_decode_balance.h)
-enum { kFlagCausal = 1, kFlagWriteLse = 2, kFlagTopLeft = 1 << 12 };
+enum { kFlagCausal = 1, kFlagWriteLse = 2, kFlagTopLeft = 1 << 12 };  // INGOT_AD_FLAG_TOP_LEFT
 enum DType { kBF16 = 0, kFP16 = 1 };
 
 constexpr float kLog2e = 1.4426950408889634f;

@@ -20,7 +20,6 @@
 #define INGOT_AD_HEAD_DIM_STEP 16         /* head dims are multiples of it */
 #define INGOT_AD_MAX_ROWS 8               /* (query head, query token) rows per workgroup */
 #define INGOT_AD_MAX_SQ 8                 /* query tokens per sequence */
-#define INGOT_AD_FLAG_TOP_LEFT (1 << 12)  /* kFlagTopLeft: causal aligned top-left */
 /* The kernels' token indices (segment ends, a chunk's first token, the tokens
  * a wave loads ahead) are int32 and run up to this many tiles (waves x
  * tokens_per_wave) past the capacity: one in the length's round-up, two in the

@@ -15,4 +15,9 @@
  * (grid: rows * D / 32, Hkv, B). */
 #define INGOT_AD_COMPACT_MERGE_SPLITS 16
 
+/* flags bit 12: causal with the mask aligned top-left (the kernels' kFlagTopLeft; bits 0 and 1
+ * are causal and write-LSE, bit 2 and bits 3..11, 16..30 a balanced plan's:
+ * ingot_attention_decode_balance.h). */
+#define INGOT_AD_FLAG_TOP_LEFT (1 << 12)
+
 #endif
