@@ -343,9 +343,12 @@ struct ClampedPages {
       : table(T::kPaged ? page_table + b * page_table_stride : nullptr), begin(seg.begin), end(seg.end),
         shift(T::kPaged ? 31 - __builtin_clz((unsigned)page_size) : 0), grp(grp_) {
     if constexpr (T::kPaged && kClampedLoads) {  // else no page is ever asked for
-      const int first = seg.begin + wave * T::kChunk;
-      fetch(first, ent[0]);
-      fetch(first + T::kTile, ent[1]);
+      // An empty segment loads nothing (its clamp would be token -1: ASan in wave64_sim).
+      if (seg.begin < seg.end) {
+        const int first = seg.begin + wave * T::kChunk;
+        fetch(first, ent[0]);
+        fetch(first + T::kTile, ent[1]);
+      }
     }
   }
   // Token n*TPL + grp of the wave's chunk at tok0, clamped into [begin, end): a
