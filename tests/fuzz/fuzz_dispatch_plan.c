@@ -79,7 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char msg[512];
     const char *why = rs_check(lens, B, (int)g.capacity, m.waves * m.tokens_per_wave, p.num_splits,
                                ingot_ad_bal_fill(p.flags), g.k.dims[2],
-                               (long long)m.group * m.max_sq, g.q.dims[3], p.workspace_bytes, NULL, msg, sizeof msg);
+                               (long long)p.group * g.q.dims[2], g.q.dims[3], p.workspace_bytes, NULL, msg, sizeof msg);
     FZ_REQUIRE(why == NULL, "balanced schedule: %s", why);
   }
 
