@@ -164,7 +164,7 @@ static inline ingot_status ingot_ad_plan_balanced(const ingot_ad_kernel_meta *m,
   const uint32_t merge_threads = (uint32_t)(INGOT_AD_MERGE_WAVES * caps->wave_size);
   const uint32_t merge_x = units <= INGOT_AD_COMPACT_MERGE_SPLITS
                                ? (uint32_t)ingot_ad_ceil_div(rows_total * (D / 4), merge_threads)
-                               : (uint32_t)(rows_total * (D / (D % 32 == 0 ? 32 : 16)));
+                               : (uint32_t)(rows_total * (D / INGOT_AD_MERGE_COLS(D)));
   out->num_splits = (int)units;
   out->cost = cost;
   out->workspace_bytes = ws;
@@ -259,7 +259,7 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   /* Grids within the device limits (x < 2^31; y, z <= 65535, checked above for
    * B and Hkv): bounded before the products are formed. */
   /* the wide merge's columns per workgroup (kMergeCols in the kernel header) */
-  const int64_t merge_cols = D % 32 == 0 ? 32 : 16;
+  const int64_t merge_cols = INGOT_AD_MERGE_COLS(D);
   if (row_blocks > INT32_MAX / Hkv || rows_total > INT32_MAX / (D / merge_cols))
     return ingot_ad_error(err, err_size,
                           "plan: grid of %lld x %lld row blocks or %lld x %lld merge blocks (allowed: < 2^31)",

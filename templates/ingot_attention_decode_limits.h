@@ -15,6 +15,9 @@
  * (grid: rows * D / 32, Hkv, B). */
 #define INGOT_AD_COMPACT_MERGE_SPLITS 16
 
+/* The wide merge's columns per workgroup: 32, or 16 where the head dim is no multiple of 32. */
+#define INGOT_AD_MERGE_COLS(head_dim) ((head_dim) % 32 == 0 ? 32 : 16)
+
 /* flags bit 12: causal with the mask aligned top-left (the kernels' kFlagTopLeft; bits 0 and 1
  * are causal and write-LSE, bit 2 and bits 3..11, 16..30 a balanced plan's:
  * ingot_attention_decode_balance.h). */

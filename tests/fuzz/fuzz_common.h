@@ -299,6 +299,14 @@ typedef unsigned __int128 fz_u128;
 /* Checks an INGOT_OK plan against the kernel metadata, the graph and the
  * device caps it was planned with. Everything is recomputed in 128 bits, so a
  * value the stub truncated or wrapped differs. */
+/* The flags every plan of g hands the kernels: causal 1, write LSE 2, causal top-left
+ * INGOT_AD_FLAG_TOP_LEFT (a balanced plan adds its own bits). */
+static inline int fz_graph_flags(const ingot_attention_graph *g) {
+  const int causal = g->mask == INGOT_MASK_CAUSAL;
+  return (causal ? 1 : 0) | (g->lse.rank != 0 ? 2 : 0) |
+         (causal && g->mask_align == INGOT_ALIGN_TOP_LEFT ? INGOT_AD_FLAG_TOP_LEFT : 0);
+}
+
 /* A balanced plan: 2..INGOT_AD_BALANCED_MAX_BATCH sequences, 1..min(256,
  * max_splits) units per KV head and row block, split grid ((units + B - 1) x
  * Hkv x row blocks, 1, 1): a workgroup per slot), the merge
@@ -313,8 +321,7 @@ static inline void fz_check_balanced(const ingot_ad_kernel_meta *m, const ingot_
   FZ_REQUIRE(caps->balance && B >= 2 && B <= INGOT_AD_BALANCED_MAX_BATCH, "balanced plan of B %lld (balance %d)",
              (long long)B, caps->balance);
   FZ_REQUIRE(D == m->head_dim && Sq >= 1 && Sq <= m->max_sq && Hkv >= 1, "shape");
-  const int base = (g->mask == INGOT_MASK_CAUSAL ? 1 : 0) | (g->lse.rank != 0 ? 2 : 0) |
-                   (g->mask == INGOT_MASK_CAUSAL && g->mask_align == INGOT_ALIGN_TOP_LEFT ? INGOT_AD_FLAG_TOP_LEFT : 0);
+  const int base = fz_graph_flags(g);
   const int fill = ingot_ad_bal_fill(p->flags);
   FZ_REQUIRE(fill >= 1 && fill <= p->num_splits, "fill %d of %d units", fill, p->num_splits);
   FZ_REQUIRE(p->flags == (base | INGOT_AD_FLAG_BALANCED | (int)(B << INGOT_AD_FLAG_BATCH_SHIFT) |
@@ -337,7 +344,7 @@ static inline void fz_check_balanced(const ingot_ad_kernel_meta *m, const ingot_
   const fz_u128 merge_threads = (fz_u128)INGOT_AD_MERGE_WAVES * (uint64_t)caps->wave_size;
   const fz_u128 merge_x = p->num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS
                               ? (rows_total * (fz_u128)(D / 4) + merge_threads - 1) / merge_threads
-                              : rows_total * (fz_u128)(D / (D % 32 == 0 ? 32 : 16));
+                              : rows_total * (fz_u128)(D / INGOT_AD_MERGE_COLS(D));
   FZ_REQUIRE(merge->entry == 1 && merge->grid[0] == merge_x && merge->grid[0] <= INT32_MAX &&
                  (int64_t)merge->grid[1] == Hkv && (int64_t)merge->grid[2] == B && merge->block[0] == merge_threads &&
                  merge->flags == INGOT_LAUNCH_PROGRAMMATIC,
@@ -397,7 +404,7 @@ static inline void fz_check_plan(const ingot_ad_kernel_meta *m, const ingot_atte
     const fz_u128 merge_threads = (fz_u128)INGOT_AD_MERGE_WAVES * (uint64_t)caps->wave_size;
     const fz_u128 merge_x = p->num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS
                                 ? (rows_total * (fz_u128)(D / 4) + merge_threads - 1) / merge_threads
-                                : rows_total * (fz_u128)(D / (D % 32 == 0 ? 32 : 16));
+                                : rows_total * (fz_u128)(D / INGOT_AD_MERGE_COLS(D));
     FZ_REQUIRE(merge->entry == 1, "merge entry %d", merge->entry);
     FZ_REQUIRE(merge->grid[0] == merge_x && (int64_t)merge->grid[1] == Hkv && (int64_t)merge->grid[2] == B,
                "merge grid (%u, %u, %u), expected (%.0f, %lld, %lld)", merge->grid[0], merge->grid[1],
@@ -422,9 +429,7 @@ static inline void fz_check_plan(const ingot_ad_kernel_meta *m, const ingot_atte
   /* paged: a power of two (pages shorter than a chunk are read token by token) */
   FZ_REQUIRE(g->kv_layout != INGOT_KV_PAGED || (p->page_size >= 1 && (p->page_size & (p->page_size - 1)) == 0),
              "page size %d", p->page_size);
-  const int top_left = g->mask == INGOT_MASK_CAUSAL && g->mask_align == INGOT_ALIGN_TOP_LEFT;
-  FZ_REQUIRE(p->flags == ((g->mask == INGOT_MASK_CAUSAL ? 1 : 0) | (g->lse.rank != 0 ? 2 : 0) |
-                          (top_left ? INGOT_AD_FLAG_TOP_LEFT : 0)),
+  FZ_REQUIRE(p->flags == fz_graph_flags(g),
              "flags %d", p->flags);
   /* the strides the kernels are handed: the graph's, the page table's row stride only when paged */
   for (int i = 0; i < 3; ++i)

@@ -160,6 +160,15 @@ static void check_kernel_inputs(ingot_context *ctx) {
   CHECK_HAS(ingot_context_last_error(ctx), "graph: o strides [8,8,8,1] with dims [1,8,1,128] overlap");
 }
 
+/* The group a kernel's rows are sized for, for a graph of `group` at head dim d on the arch
+ * (configs/attention_decode.yaml): group 1 alone, 2..4 on the group-4 kernels, 5 up on the
+ * group-8 ones; head dims 80..192 have one kernel for every group, of 8 rows on sm_90 (tensor
+ * cores) and 4 on the AMD archs. */
+static int tile_group(int d, int group, int sm90) {
+  if (d == 80 || d == 96 || d == 112 || d == 160 || d == 192) return sm90 ? 8 : 4;
+  return group == 1 ? 1 : group <= 4 ? 4 : 8;
+}
+
 /* Well-known models' decode shapes (docs/attention_decode.md, "Models"): Hq, Hkv, D.
  * Every group and head dim of these runs: groups below a kernel's rows pad them,
  * multi-query groups take several row blocks. MLA's absorbed head dim 576 declines
@@ -222,8 +231,7 @@ static void check_models(ingot_context *ctx, const char *arch) {
           fprintf(stderr, "  %s %s: %s\n", arch, ms->name, ingot_context_last_error(ctx));
           continue;
         }
-        const int group = ms->hq / ms->hkv, odd = ms->d == 80 || ms->d == 96 || ms->d == 112;
-        const int tile = odd ? (strcmp(arch, "sm_90") == 0 ? 8 : 4) : group == 1 ? 1 : group <= 4 ? 4 : 8;
+        const int tile = tile_group(ms->d, ms->hq / ms->hkv, strcmp(arch, "sm_90") == 0);
         char want[96];
         snprintf(want, sizeof want, "attention_decode_%s_d%d_g%d_sq1_%s_", dt == INGOT_DTYPE_BF16 ? "bf16" : "fp16",
                  ms->d, tile, paged ? "paged" : "contig");
@@ -410,12 +418,9 @@ int main(int argc, char **argv) {
         continue;
       }
       ++planned;
-      /* the kernel's row tile: group 1 alone, 2..4 on the group-4 kernels, 5 up on the
-       * group-8 ones; head dims 80..192 have one kernel for every group: rows of 8 on
-       * sm_90 (tensor cores), 4 on the AMD archs */
       const int group = h[0] / h[1];
       const int wide = d == 160 || d == 192, odd = d == 80 || d == 96 || d == 112;
-      const int tile = wide || odd ? (a == 0 ? 8 : 4) : group == 1 ? 1 : group <= 4 ? 4 : 8;
+      const int tile = tile_group(d, group, a == 0);
       char want[128];
       snprintf(want, sizeof want, "attention_decode_%s_d%d_g%d_sq%d_%s_", dt == INGOT_DTYPE_BF16 ? "bf16" : "fp16", d,
                tile, sq > 1 ? 4 : 1, paged ? "paged" : "contig");
