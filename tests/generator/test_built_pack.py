@@ -101,12 +101,13 @@ def static_violations(pack_dir, archs=AMD):
 # (v_accvgpr moves, no MFMA) at one wave per SIMD: spills, though not to memory. 30-38 before
 # issue 22/26; up to 121 since the split loop keeps two chunks' K and V registers (the pipeline
 # that holds on AMD: ingot_attention_decode.h, load_chunk) and the balanced split's path is
-# inlined beside the uniform one. Not measured on hardware (no AMD GPU here): fewer rows per
+# inlined beside the uniform one; 123 with clang 22.1.8 (Debian 1:22.1.8-1~deb12u1: the gfx950 fp16
+# paged g4_sq4, g8_sq1 and g8_sq4 splits, the same source). Not measured on hardware (no AMD GPU here): fewer rows per
 # workgroup on AMD is the open alternative. Any other AMD spill, one to memory, or more AGPRs, is new.
 KNOWN_AMD_AGPR_SPILLS = re.compile(r"^attention_decode_(bf16|fp16)_(d128_g(4_sq4|8_sq1|8_sq4)_(contig|paged)_w4t16_tc|"
                                    r"d64_g8_sq1_(contig|paged)_w4t16_tc|d256_g8_sq1_(contig|paged)_w4t4) "
                                    r"(gfx942|gfx950) split: scratch 0, spill (\d+) \((\d+) in AGPRs\)$")
-KNOWN_AMD_AGPR_SPILL_MAX = 121
+KNOWN_AMD_AGPR_SPILL_MAX = 123
 
 
 def unexpected_amd_spills(pack_dir):
