@@ -1,7 +1,9 @@
-"""Runs the seed shape through libingot a few times so that Nsight Compute can
-profile the split and merge kernels (used by tools/profile.sh on the H200).
+"""Runs the seed shape (or another B, Hq/Hkv and valid length) through libingot
+a few times so that Nsight Compute can profile the split and merge kernels (used
+by tools/profile.sh on the H200).
 
-    python3 bench/ncu_probe.py [L] [--lib build/lib/libingot.so] [--pack build/packs/attention_decode]
+    python3 bench/ncu_probe.py [L] [--valid V] [--batch B] [--heads HQxHKV]
+                               [--lib build/lib/libingot.so] [--pack build/packs/attention_decode]
 """
 
 import argparse
@@ -20,23 +22,28 @@ def main():
     ap.add_argument("--lib", default="build/lib/libingot.so")
     ap.add_argument("--pack", default="build/packs/attention_decode")
     ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--valid", type=int, default=None, help="device valid length of every sequence (default: L)")
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--heads", default="8x2", help="Hq x Hkv (default 8x2)")
     a = ap.parse_args()
+    hq, hkv = (int(x) for x in a.heads.split("x"))
+    B = a.batch
     rt = Runtime(a.lib)
     ctx = rt.context("cuda")
     ctx.open_pack(a.pack)
     L = a.L
-    q = torch.randn(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16)
-    k = torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16)
-    v = torch.randn(1, L, 2, 128, device="cuda", dtype=torch.bfloat16)
-    o = torch.empty(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16)
-    lens = torch.full((1,), L, device="cuda", dtype=torch.int32)
+    q = torch.randn(B, hq, 1, 128, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(B, L, hkv, 128, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(B, L, hkv, 128, device="cuda", dtype=torch.bfloat16)
+    o = torch.empty(B, hq, 1, 128, device="cuda", dtype=torch.bfloat16)
+    lens = torch.full((B,), L if a.valid is None else a.valid, device="cuda", dtype=torch.int32)
     plan = ctx.plan(q, k, v, o, lens, capacity=L)
     ws = torch.empty(max(plan.workspace_size // 4, 1), device="cuda")
     b = plan.buffers(q, k, v, o, lens)
     for _ in range(a.iters):
         plan.execute(b, ws, torch.cuda.current_stream().cuda_stream)
     torch.cuda.synchronize()
-    print(f"ncu_probe: L={L} kernel {plan.kernel} splits {plan.num_splits}")
+    print(f"ncu_probe: B={B} {hq}/{hkv} L={L} valid={lens[0].item()} kernel {plan.kernel} splits {plan.num_splits}")
 
 
 if __name__ == "__main__":

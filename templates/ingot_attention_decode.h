@@ -386,7 +386,7 @@ INGOT_DEVICE long long workspace_block(int b, int hkv, int num_kv_heads, int num
 }
 
 // ---- balanced split: pieces and where their results go ---------------------------
-// (flags & INGOT_AD_FLAG_BALANCED; docs/INTERNALS.md "Balanced split";
+// (entry points balanced_split and balanced_merge; docs/INTERNALS.md "Balanced split";
 // the arithmetic is ingot_attention_decode_balance.h). A balanced workgroup runs
 // the split path once per piece of its unit's share of the batch; a uniform one
 // runs it once with no piece (nullptr), as before.
@@ -1078,7 +1078,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
   }
 }
 
-// ---- balanced split (flags & INGOT_AD_FLAG_BALANCED) -------------------------------
+// ---- balanced split (entry point balanced_split) -------------------------------------
 // grid ((units + B - 1) * Hkv * ROW_BLOCKS, 1, 1), x = (s * Hkv + hkv) * ROW_BLOCKS +
 // row block, num_splits = units, the batch in flags. Workgroup s runs the piece
 // (w, b) with w + b = s, if there is one (at most one: along the batch each
@@ -1170,12 +1170,10 @@ INGOT_DEVICE void decode_split_balanced(INGOT_AD_PARAMS) {
   split_path<T>(INGOT_AD_ARGS, &pc);
 }
 
+// The uniform plan's split (entry point `split`; the balanced plan launches
+// decode_split_balanced, entry point `balanced_split`, instead).
 template <class T>
 INGOT_DEVICE void decode_split(INGOT_AD_PARAMS) {
-  if (flags & INGOT_AD_FLAG_BALANCED) {
-    decode_split_balanced<T>(INGOT_AD_ARGS);
-    return;
-  }
   if constexpr (T::kUseMma) {
     decode_split_mma<T>(INGOT_AD_ARGS);
   } else {
@@ -1233,11 +1231,11 @@ INGOT_DEVICE long long load_dep64(const long long *p) {
   return (long long)(((unsigned long long)hi << 32) | lo);
 }
 
-template <class T>
+template <class T, bool kBalanced>
 INGOT_DEVICE MergeSource merge_source(int b, int hkv, INGOT_AD_PARAMS) {
   MergeSource m;
   const int rows_total = group * sq;
-  if (!(flags & INGOT_AD_FLAG_BALANCED)) {
+  if constexpr (!kBalanced) {
     m.lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, num_splits, rows_total);
     m.o = m.lse + lse_floats<T>(rows_total, num_splits);
     m.count = m.stride = num_splits;
@@ -1268,7 +1266,7 @@ INGOT_DEVICE MergeSource merge_source(int b, int hkv, INGOT_AD_PARAMS) {
 // and heads, few segments. Each thread owns 4 columns of one row and reads all
 // the row's segment partials and lse values in one round trip; no LDS, no
 // barrier, so thousands of (row, column) blocks take a few workgroups.
-template <class T>
+template <class T, bool kBalanced>
 INGOT_DEVICE void merge_compact(INGOT_AD_PARAMS) {
   constexpr int D = T::kHeadDim, kMax = INGOT_AD_COMPACT_MERGE_SPLITS;
   const int item = block_x() * T::kMergeThreads + thread_id();
@@ -1276,7 +1274,7 @@ INGOT_DEVICE void merge_compact(INGOT_AD_PARAMS) {
   const int rows_total = group * sq;
   if (item >= rows_total * (D / 4)) return;
   const int row = item / (D / 4), c0 = item % (D / 4) * 4;
-  const MergeSource src = merge_source<T>(b, hkv, INGOT_AD_ARGS);
+  const MergeSource src = merge_source<T, kBalanced>(b, hkv, INGOT_AD_ARGS);
   if (src.skip) return;
   const float *ws_lse = src.lse, *ws_o = src.o;
   const int S = src.count, stride = src.stride;
@@ -1311,7 +1309,10 @@ INGOT_DEVICE void merge_compact(INGOT_AD_PARAMS) {
                  o_stride_h, o_stride_s, flags);
 }
 
-template <class T>
+// kBalanced: the balanced plan's merge (entry point `balanced_merge`), which finds
+// each sequence's pieces from the prefix sums its split wrote; else the uniform
+// plan's (`merge`).
+template <class T, bool kBalanced>
 INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
   // Launched programmatically, this grid may start before the split grid ends.
   // Once it has, the next grid in the stream may be scheduled: it waits for
@@ -1325,7 +1326,7 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
   auto trace_end = [&]() {
     if constexpr (T::kTrace) {
       stamp_after(0, mns[2], mclk[2]);
-      if (thread_id() == 0 && workspace != nullptr && !(flags & INGOT_AD_FLAG_BALANCED)) {
+      if (thread_id() == 0 && workspace != nullptr && !kBalanced) {
         const long long split_blocks = (long long)row_blocks<T>(group, sq) * num_kv_heads * num_splits * grid_z();
         const long long index = ((long long)block_z() * grid_y() + block_y()) * grid_x() + block_x();
         unsigned long long *rec =
@@ -1338,7 +1339,7 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
     }
   };
   if (num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS) {
-    merge_compact<T>(INGOT_AD_ARGS);
+    merge_compact<T, kBalanced>(INGOT_AD_ARGS);
     trace_end();
     return;
   }
@@ -1351,7 +1352,7 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
   const int row = block_x() / (D / kCols), c0 = (block_x() % (D / kCols)) * kCols;
   const int hkv = block_y(), b = block_z();
   const int quad = tid % kQuads, sgroup = tid / kQuads;  // column quad, segment group
-  const MergeSource msrc = merge_source<T>(b, hkv, INGOT_AD_ARGS);
+  const MergeSource msrc = merge_source<T, kBalanced>(b, hkv, INGOT_AD_ARGS);
   if (msrc.skip) return;  // uniform across the workgroup: before any barrier
   const float *ws_lse = msrc.lse, *ws_o = msrc.o;
   const int S = msrc.count, stride = msrc.stride;

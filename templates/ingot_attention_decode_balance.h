@@ -41,8 +41,9 @@
  * traffic grows as B^2 (about 42 MB at 1024, Hkv 8, 256 units). The arithmetic
  * below holds to 4096 sequences of 2^31 tokens (the host tests run it there). */
 #define INGOT_AD_BALANCED_MAX_BATCH 1024
-/* flags: bit 2 marks the balanced mode; bits 16..30 hold the batch B (the
- * split grid of a balanced plan has no batch dimension). */
+/* flags: bit 2 marks a balanced plan (whose launches are the balanced_split and
+ * balanced_merge entry points); bits 16..30 hold the batch B (the split grid of
+ * a balanced plan has no batch dimension). */
 #define INGOT_AD_FLAG_BALANCED 4
 #define INGOT_AD_FLAG_BATCH_SHIFT 16
 

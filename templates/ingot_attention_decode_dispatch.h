@@ -169,9 +169,11 @@ static inline ingot_status ingot_ad_plan_balanced(const ingot_ad_kernel_meta *m,
   out->cost = cost;
   out->workspace_bytes = ws;
   out->num_launches = 2;
-  out->launches[0] = (ingot_launch){0, {(uint32_t)((units + B - 1) * Hkv * row_blocks), 1, 1}, {threads, 1, 1}, 0,
+  out->launches[0] = (ingot_launch){INGOT_AD_ENTRY_BALANCED_SPLIT,
+                                    {(uint32_t)((units + B - 1) * Hkv * row_blocks), 1, 1}, {threads, 1, 1}, 0,
                                     INGOT_LAUNCH_PROGRAMMATIC};
-  out->launches[1] = (ingot_launch){1, {merge_x, (uint32_t)Hkv, (uint32_t)B}, {merge_threads, 1, 1}, 0,
+  out->launches[1] = (ingot_launch){INGOT_AD_ENTRY_BALANCED_MERGE, {merge_x, (uint32_t)Hkv, (uint32_t)B},
+                                    {merge_threads, 1, 1}, 0,
                                     INGOT_LAUNCH_PROGRAMMATIC};
   ingot_ad_plan_scalars(g, paged, page_size, Sq, Hkv, group, out);
   out->flags |= INGOT_AD_FLAG_BALANCED | (int32_t)(B << INGOT_AD_FLAG_BATCH_SHIFT) |
@@ -354,10 +356,10 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   /* Both launches are programmatic: a grid may be scheduled while the one before
    * it in the stream finishes, and waits for that grid's completion (and its
    * memory) before it reads anything (griddepcontrol.wait in the kernels). */
-  out->launches[0] = (ingot_launch){0, {(uint32_t)(splits * Hkv * row_blocks), 1, (uint32_t)B},
+  out->launches[0] = (ingot_launch){INGOT_AD_ENTRY_SPLIT, {(uint32_t)(splits * Hkv * row_blocks), 1, (uint32_t)B},
                                     {threads, 1, 1}, 0, INGOT_LAUNCH_PROGRAMMATIC};
   if (splits > 1)
-    out->launches[1] = (ingot_launch){1, {merge_x, (uint32_t)Hkv, (uint32_t)B},
+    out->launches[1] = (ingot_launch){INGOT_AD_ENTRY_MERGE, {merge_x, (uint32_t)Hkv, (uint32_t)B},
                                       {merge_threads, 1, 1}, 0, INGOT_LAUNCH_PROGRAMMATIC};
   ingot_ad_plan_scalars(g, paged, page_size, Sq, Hkv, group, out);
   return INGOT_OK;

@@ -23,4 +23,12 @@
  * ingot_attention_decode_balance.h). */
 #define INGOT_AD_FLAG_TOP_LEFT (1 << 12)
 
+/* Launch entries: indices into the UDD's entry_points, in the generator's order
+ * (generator/ingot/families/attention_decode.py, ENTRY_POINTS; test_descriptors
+ * checks the two agree). */
+#define INGOT_AD_ENTRY_SPLIT 0
+#define INGOT_AD_ENTRY_MERGE 1
+#define INGOT_AD_ENTRY_BALANCED_SPLIT 2
+#define INGOT_AD_ENTRY_BALANCED_MERGE 3
+
 #endif

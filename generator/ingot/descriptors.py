@@ -69,7 +69,8 @@ def build(pack):
             "spec": {"variant": inst.variant, "rows_total": inst.rows_total},
         }
         # Dynamic LDS an entry point is launched with, per arch (where any is).
-        dynamic = {a: {"split": inst.dynamic_lds(ARCHS[a])} for a in inst.archs if inst.dynamic_lds(ARCHS[a])}
+        dynamic = {a: {e: inst.dynamic_lds(ARCHS[a]) for e in ad.SPLIT_ENTRY_POINTS}
+                   for a in inst.archs if inst.dynamic_lds(ARCHS[a])}
         if dynamic:
             source["dynamic_lds"] = dynamic
         kernels.append({

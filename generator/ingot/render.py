@@ -45,7 +45,7 @@ def render_pack(pack, env=None):
     for inst in pack.instances:
         for arch in inst.archs:
             files[inst.filename(arch)] = kt.render(inst=inst, arch=arch, config=pack.config_path,
-                                                   split=inst.symbol("split"), merge=inst.symbol("merge"),
+                                                   symbols={e: inst.symbol(e) for e in ad.ENTRY_POINTS},
                                                    dynamic_lds=inst.dynamic_lds(ARCHS[arch]))
     sig = [dict(a, expr=KERNARG_EXPR[a["name"]]) for a in ad.signature()]
     missing = set(KERNARG_EXPR) ^ {a["name"] for a in sig}

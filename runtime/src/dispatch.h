@@ -53,7 +53,8 @@ typedef struct ingot_device_caps {
 #define INGOT_LAUNCH_PROGRAMMATIC 1u
 
 typedef struct ingot_launch {
-  int entry;                 /* index into the UDD's entry_points: 0 split, 1 merge */
+  int entry;                 /* index into the UDD's entry_points (attention decode: 0 split, 1 merge,
+                                2 balanced_split, 3 balanced_merge) */
   uint32_t grid[3];
   uint32_t block[3];
   uint32_t lds_bytes;        /* dynamic LDS: the stub leaves 0, the runtime sets the entry

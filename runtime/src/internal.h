@@ -26,7 +26,7 @@
 #define INGOT_MAX_STRING_BYTES 256                    /* ids, names, paths, symbols, values */
 #define INGOT_MAX_CODE_OBJECT_BYTES ((size_t)64 << 20)
 #define INGOT_MAX_SIGNATURE_ARGS 64
-#define INGOT_MAX_ENTRY_POINTS INGOT_MAX_LAUNCHES
+#define INGOT_MAX_ENTRY_POINTS 8 /* kernels per code object a launch may name (a plan makes at most INGOT_MAX_LAUNCHES) */
 #define INGOT_MAX_ARCHS 16
 #define INGOT_ARCH_NAME_BYTES 32
 /* AMD code object versions the loader accepts: what every ROCm 6.0+ runtime

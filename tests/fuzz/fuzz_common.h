@@ -335,7 +335,7 @@ static inline void fz_check_balanced(const ingot_ad_kernel_meta *m, const ingot_
   const fz_u128 row_blocks = (rows_total + (uint64_t)m->rows - 1) / (uint64_t)m->rows;
   const fz_u128 threads = (fz_u128)(uint64_t)m->waves * (uint64_t)caps->wave_size;
   const ingot_launch *split = &p->launches[0], *merge = &p->launches[1];
-  FZ_REQUIRE(split->entry == 0 &&
+  FZ_REQUIRE(split->entry == INGOT_AD_ENTRY_BALANCED_SPLIT &&
                  split->grid[0] == ((fz_u128)(uint64_t)p->num_splits + (uint64_t)B - 1) * (uint64_t)Hkv * row_blocks &&
                  split->grid[1] == 1 && split->grid[2] == 1 && split->grid[0] <= INT32_MAX,
              "balanced split grid (%u, %u, %u)", split->grid[0], split->grid[1], split->grid[2]);
@@ -345,7 +345,7 @@ static inline void fz_check_balanced(const ingot_ad_kernel_meta *m, const ingot_
   const fz_u128 merge_x = p->num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS
                               ? (rows_total * (fz_u128)(D / 4) + merge_threads - 1) / merge_threads
                               : rows_total * (fz_u128)(D / INGOT_AD_MERGE_COLS(D));
-  FZ_REQUIRE(merge->entry == 1 && merge->grid[0] == merge_x && merge->grid[0] <= INT32_MAX &&
+  FZ_REQUIRE(merge->entry == INGOT_AD_ENTRY_BALANCED_MERGE && merge->grid[0] == merge_x && merge->grid[0] <= INT32_MAX &&
                  (int64_t)merge->grid[1] == Hkv && (int64_t)merge->grid[2] == B && merge->block[0] == merge_threads &&
                  merge->flags == INGOT_LAUNCH_PROGRAMMATIC,
              "balanced merge grid (%u, %u, %u)", merge->grid[0], merge->grid[1], merge->grid[2]);
@@ -384,7 +384,7 @@ static inline void fz_check_plan(const ingot_ad_kernel_meta *m, const ingot_atte
   const fz_u128 threads = (fz_u128)(uint64_t)m->waves * (uint64_t)caps->wave_size;
   const ingot_launch *split = &p->launches[0];
   const fz_u128 split_x = splits * (uint64_t)Hkv * row_blocks;
-  FZ_REQUIRE(split->entry == 0, "split entry %d", split->entry);
+  FZ_REQUIRE(split->entry == INGOT_AD_ENTRY_SPLIT, "split entry %d", split->entry);
   FZ_REQUIRE(split->grid[0] == split_x && split->grid[1] == 1 && (int64_t)split->grid[2] == B,
              "split grid (%u, %u, %u), expected (%.0f, 1, %lld)", split->grid[0], split->grid[1],
              split->grid[2], (double)split_x, (long long)B);
@@ -405,7 +405,7 @@ static inline void fz_check_plan(const ingot_ad_kernel_meta *m, const ingot_atte
     const fz_u128 merge_x = p->num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS
                                 ? (rows_total * (fz_u128)(D / 4) + merge_threads - 1) / merge_threads
                                 : rows_total * (fz_u128)(D / INGOT_AD_MERGE_COLS(D));
-    FZ_REQUIRE(merge->entry == 1, "merge entry %d", merge->entry);
+    FZ_REQUIRE(merge->entry == INGOT_AD_ENTRY_MERGE, "merge entry %d", merge->entry);
     FZ_REQUIRE(merge->grid[0] == merge_x && (int64_t)merge->grid[1] == Hkv && (int64_t)merge->grid[2] == B,
                "merge grid (%u, %u, %u), expected (%.0f, %lld, %lld)", merge->grid[0], merge->grid[1],
                merge->grid[2], (double)merge_x, (long long)Hkv, (long long)B);

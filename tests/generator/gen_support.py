@@ -70,7 +70,7 @@ def load_schemas():
 def fake_code_object_reader(entry_points, signature):
     """A stand-in for codeobj.read_amd / read_cubin: answers for a file named
     <instance>.<arch>.<suffix> what a well-formed code object of that instance
-    would hold (both entry points, the UDD's signature, plausible resources)."""
+    would hold (every entry point, the UDD's signature, plausible resources)."""
     from ingot.archs import ARCHS
 
     def read(path, *_readelf):
@@ -81,10 +81,10 @@ def fake_code_object_reader(entry_points, signature):
         kernels = {}
         for n, entry in enumerate(entry_points):
             if amd:
-                res = {"vgpr": 100 - 40 * n, "sgpr": 50, "agpr": 0, "agpr_spill": 0, "spill": 0, "scratch": 0,
+                res = {"vgpr": 100 - 20 * n, "sgpr": 50, "agpr": 0, "agpr_spill": 0, "spill": 0, "scratch": 0,
                        "lds": 9344 - 1000 * n, "wavefront_size": ARCHS[arch].wave_size, "code_bytes": 4000 + n}
             else:
-                res = {"registers": 128 - 40 * n, "spill": 0, "scratch": 0, "lds": 9344 - 1000 * n,
+                res = {"registers": 128 - 20 * n, "spill": 0, "scratch": 0, "lds": 9344 - 1000 * n,
                        "code_bytes": 3000 + n}
             kernels[f"{inst}_{entry}"] = {"signature": sig, "kernarg_size": signature[-1]["offset"] + signature[-1]["size"],
                                           "resources": res}

@@ -100,14 +100,15 @@ def static_violations(pack_dir, archs=AMD):
 # 256 at g8, 4 tokens a wave) hold more than 256 VGPRs of state and park values in AGPRs
 # (v_accvgpr moves, no MFMA) at one wave per SIMD: spills, though not to memory. 30-38 before
 # issue 22/26; up to 121 since the split loop keeps two chunks' K and V registers (the pipeline
-# that holds on AMD: ingot_attention_decode.h, load_chunk) and the balanced split's path is
-# inlined beside the uniform one; 123 with clang 22.1.8 (Debian 1:22.1.8-1~deb12u1: the gfx950 fp16
-# paged g4_sq4, g8_sq1 and g8_sq4 splits, the same source). Not measured on hardware (no AMD GPU here): fewer rows per
-# workgroup on AMD is the open alternative. Any other AMD spill, one to memory, or more AGPRs, is new.
+# that holds on AMD: ingot_attention_decode.h, load_chunk); 123 with the balanced split's path
+# inlined beside the uniform one (clang 22.1.8). Since the balanced split is an entry point of its
+# own: at most 120 in a uniform split, 121 in a balanced one (its prologue's scan). Not measured on
+# hardware (no AMD GPU here): fewer rows per workgroup on AMD is the open alternative. Any other
+# AMD spill, one to memory, or more AGPRs, is new.
 KNOWN_AMD_AGPR_SPILLS = re.compile(r"^attention_decode_(bf16|fp16)_(d128_g(4_sq4|8_sq1|8_sq4)_(contig|paged)_w4t16_tc|"
                                    r"d64_g8_sq1_(contig|paged)_w4t16_tc|d256_g8_sq1_(contig|paged)_w4t4) "
-                                   r"(gfx942|gfx950) split: scratch 0, spill (\d+) \((\d+) in AGPRs\)$")
-KNOWN_AMD_AGPR_SPILL_MAX = 123
+                                   r"(gfx942|gfx950) (balanced_)?split: scratch 0, spill (\d+) \((\d+) in AGPRs\)$")
+KNOWN_AMD_AGPR_SPILL_MAX = 121
 
 
 def unexpected_amd_spills(pack_dir):
@@ -116,7 +117,7 @@ def unexpected_amd_spills(pack_dir):
     for line in static_violations(pack_dir):
         m = KNOWN_AMD_AGPR_SPILLS.match(line)
         # (scratch 0 in the pattern: what is not parked in AGPRs stays in registers too)
-        if not m or int(m.group(9)) > KNOWN_AMD_AGPR_SPILL_MAX:
+        if not m or int(m.group(10)) > KNOWN_AMD_AGPR_SPILL_MAX:
             out.append(line)
     return out
 
@@ -288,11 +289,12 @@ class BuiltPackTest(unittest.TestCase):
                 listing = subprocess.run([OBJDUMP, "-d", f"--mcpu={arch}", os.path.join(PACK, obj["path"])],
                                          check=True, capture_output=True, text=True).stdout
                 chunk = 2 * inst.tokens_per_wave // inst.tokens_per_load(ARCHS[arch])
-                share, valu = loop_pipeline(split_body(listing, kd["kernel_source"]["symbols"]["split"]), chunk)
-                shares.append(share)
-                if share < (MIN_PIPELINE_SHARE_ONE_ROW if inst.rows == 1 else MIN_PIPELINE_SHARE) or valu == 0:
-                    problems.append(f"{kd['name']} {arch}: {share:.0%} of {valu} loop VALU instructions with "
-                                    f"{chunk} loads in flight")
+                for entry in ("split", "balanced_split"):  # the same split loop, in both
+                    share, valu = loop_pipeline(split_body(listing, kd["kernel_source"]["symbols"][entry]), chunk)
+                    shares.append(share)
+                    if share < (MIN_PIPELINE_SHARE_ONE_ROW if inst.rows == 1 else MIN_PIPELINE_SHARE) or valu == 0:
+                        problems.append(f"{kd['name']} {arch} {entry}: {share:.0%} of {valu} loop VALU "
+                                        f"instructions with {chunk} loads in flight")
         self.assertGreater(len(shares), 0)
         print(f"\n{len(shares)} AMD splits: {min(shares):.0%}..{max(shares):.0%} of the loop's math with a "
               "chunk in flight", end=" ")
@@ -359,7 +361,8 @@ class BuiltPackTest(unittest.TestCase):
         for kd in load_kdp(PACK)["kernelDescriptors"]:
             for arch, obj in kd["kernel_source"]["objects"].items():
                 want = by_name[kd["name"]].dynamic_lds(ARCHS[arch])
-                self.assertEqual(obj["dynamic_lds"], {"split": want, "merge": 0}, f"{kd['name']} {arch}")
+                self.assertEqual(obj["dynamic_lds"], {"split": want, "merge": 0, "balanced_split": want,
+                                                      "balanced_merge": 0}, f"{kd['name']} {arch}")
                 static = obj["resources"]["split"]["lds"]
                 self.assertLessEqual(static + want, ARCHS[arch].max_dynamic_lds_bytes, f"{kd['name']} {arch}")
                 if want:

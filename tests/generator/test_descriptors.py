@@ -99,7 +99,15 @@ class DescriptorTest(unittest.TestCase):
         self.assertEqual(sig[-1], {"name": "group", "kind": "by_value", "size": 4, "offset": 196})
         self.assertEqual([a["name"] for a in sig[:8]],
                          ["q", "k", "v", "o", "lse", "seq_lens", "page_table", "workspace"])
-        self.assertEqual(udd["entry_points"], ["split", "merge"])
+        self.assertEqual(udd["entry_points"], ["split", "merge", "balanced_split", "balanced_merge"])
+
+    def test_the_dispatch_stub_launches_the_entry_points_by_the_udds_order(self):
+        # The planner names launches by index (INGOT_AD_ENTRY_*): the UDD's order.
+        with open(os.path.join(REPO, "templates", "ingot_attention_decode_limits.h"), encoding="utf-8") as f:
+            defines = dict(re.findall(r"#define INGOT_AD_ENTRY_(\w+) (\d+)", f.read()))
+        udd = self.packs["attention_decode"][1]["attention_decode.udd.json"]
+        self.assertEqual({name.lower(): int(i) for name, i in defines.items()},
+                         {e: i for i, e in enumerate(udd["entry_points"])})
 
     def test_udd_signature_matches_the_kernel_parameter_list(self):
         # The kernel's own parameter list (templates/ingot_attention_decode.h) is

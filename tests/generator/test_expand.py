@@ -346,7 +346,7 @@ class ExpansionRuleTest(unittest.TestCase):
                       files[f"kernels/sm_90/{ring.name}.hip"])
         self.assertIn("/*stages*/ 3>", files[f"kernels/gfx942/{ring.name}.hip"])
         kdp = next(json.loads(t) for n, t in files.items() if n.endswith(".kdp.json"))
-        self.assertEqual(kdp["kernelDescriptors"][0]["kernel_source"]["dynamic_lds"], {"sm_90": {"split": 98304}})
+        self.assertEqual(kdp["kernelDescriptors"][0]["kernel_source"]["dynamic_lds"], {"sm_90": {"split": 98304, "balanced_split": 98304}})
         # Without a dynamic ring the authored KDP names none (the shipped pack's stays as it was).
         files = render_pack(expand(variant("v", extra="    knobs: {math: auto, waves: 2, stages: 3}\n")))
         kdp = next(json.loads(t) for n, t in files.items() if n.endswith(".kdp.json"))

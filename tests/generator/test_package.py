@@ -18,6 +18,7 @@ from gen_support import (MINIMAL_CONFIG, REPO, fake_code_object_reader, package_
                          run_package, snapshot, write_fake_objects)
 
 from ingot.archs import ARCHS
+from ingot.families.attention_decode import ENTRY_POINTS
 from ingot.codeobj import CodeObjectError, Elf, amd_code_object_version, amd_register_moves, read_amd
 from ingot.package import PackageError, _check_signature
 
@@ -279,8 +280,8 @@ class PackagePackTest(unittest.TestCase):
             with open(os.path.join(out, obj["path"]), "rb") as f:
                 self.assertEqual(obj["sha256"], hashlib.sha256(f.read()).hexdigest())
             self.assertEqual(obj["resources"]["split"]["vgpr"], 100)
-            self.assertEqual(obj["resources"]["merge"]["vgpr"], 60)
-            self.assertEqual(src["objects"]["sm_90"]["resources"]["merge"]["registers"], 88)
+            self.assertEqual(obj["resources"]["merge"]["vgpr"], 80)
+            self.assertEqual(src["objects"]["sm_90"]["resources"]["merge"]["registers"], 108)
             # the AMD object's code object version is recorded; a cubin has none
             self.assertEqual(obj["code_object_version"], 5)
             self.assertNotIn("code_object_version", src["objects"]["sm_90"])
@@ -476,7 +477,7 @@ class RealCodeObjectTest(unittest.TestCase):
                 header = f.read(16)
             kernels = read_amd(obj, READELF, OBJDUMP, "gfx942")
         self.assertEqual((header[7], header[8]), (64, 3))  # ELFOSABI_AMDGPU_HSA, code object v5
-        self.assertEqual(sorted(kernels), [f"{self.INSTANCE}_merge", f"{self.INSTANCE}_split"])
+        self.assertEqual(sorted(kernels), [f"{self.INSTANCE}_{e}" for e in sorted(ENTRY_POINTS)])
         want = [{"kind": a["kind"], "offset": a["offset"], "size": a["size"]} for a in udd["signature"]]
         for sym, k in sorted(kernels.items()):
             with self.subTest(symbol=sym):

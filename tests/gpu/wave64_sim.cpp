@@ -11,8 +11,10 @@
 // max_sq, no mask and causal, B = 3 sequences, Hkv = 2; lengths 0, 1, odd,
 // capacity, past the capacity and negative, poisoned tails (NaN, Inf, garbage
 // K/V; garbage page-table entries past each length); 1, 3 and 20 segments (the
-// compact and the wide merge; each length set once per mask) and a long cache in 20
-// segments, the launches as the plan would make them. Kernels run on several
+// compact and the wide merge; each length set once per mask), a long cache in 20
+// segments, and a ragged batch through the balanced plan (entry points
+// balanced_split and balanced_merge) in 5 and 20 units; the launches as the plan
+// would make them. Kernels run on several
 // host threads at once (INGOT_WAVE64_SIM_JOBS, default 4).
 // Outputs and the workspace are poisoned first. Usage: wave64_sim [name-substring]
 #include "wave64_sim_arch.h"
@@ -188,8 +190,11 @@ int group_of(const char *name) {
   return g ? std::atoi(g + 2) : 0;
 }
 
+// fill > 0: the balanced plan (entry points balanced_split and balanced_merge) with
+// `splits` units, of which the device takes at least `fill` (ingot_ad_bal_active).
 template <class T>
-int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *lens, int splits, Stats &st) {
+int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *lens, int splits, Stats &st,
+             int fill = 0) {
   constexpr int D = T::kHeadDim, SQ = T::kMaxSq;
   const int G = group_of(name);
   if (G < 1) {
@@ -237,32 +242,51 @@ int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *
   g.capacity = cap, g.mask = causal ? INGOT_MASK_CAUSAL : INGOT_MASK_NONE, g.mask_align = INGOT_ALIGN_BOTTOM_RIGHT;
   g.scale = 1.0f / std::sqrt((float)D);
 
-  // The launches and kernargs as the dispatch stub makes them.
-  const long long per = ((long long)rows_total * splits + 3) / 4 * 4 + (long long)rows_total * splits * D;
-  std::vector<float> ws(splits > 1 ? (size_t)(B * Hkv * per) : 1);
+  // The launches and kernargs as the dispatch stub makes them. Balanced: per KV
+  // head a block of units + B slots, then the tile prefix sums P[0..B] as int64.
+  const bool balanced = fill > 0;
+  const long long slots_per = balanced ? ingot_ad_bal_slots(splits, B) : splits;
+  const long long per = ((long long)rows_total * slots_per + 3) / 4 * 4 + (long long)rows_total * slots_per * D;
+  const size_t ws_floats = balanced ? (size_t)(Hkv * per + 2 * (B + 1)) : splits > 1 ? (size_t)(B * Hkv * per) : 1;
+  std::vector<float> ws(ws_floats);
   std::memset(ws.data(), 0xFF, ws.size() * 4);
   std::memset(o.data(), 0xFF, o.size() * 2);
   std::memset(lse.data(), 0xFF, lse.size() * 4);
   const void *qp = q.data(), *kp = k.data(), *vp = v.data();
   void *op = o.data();
-  float *lsep = lse.data(), *wsp = splits > 1 ? ws.data() : nullptr;
+  float *lsep = lse.data(), *wsp = splits > 1 || balanced ? ws.data() : nullptr;
   const int *lensp = lens, *ptp = page ? pt.data() : nullptr;
   const long long qs[3] = {g.q.strides[0], g.q.strides[1], g.q.strides[2]};
   const long long ks[3] = {g.k.strides[0], g.k.strides[1], g.k.strides[2]};
   const long long pts = page ? pps : 0;
-  const int flags = (causal ? 1 : 0) | 2;
+  const int flags = (causal ? 1 : 0) | 2 |
+                    (balanced ? INGOT_AD_FLAG_BALANCED | B << INGOT_AD_FLAG_BATCH_SHIFT | fill << INGOT_AD_FLAG_FILL_SHIFT
+                              : 0);
   const float scale = g.scale;
   auto split = [&] {
-    ingot::decode_split<T>(qp, kp, vp, op, lsep, lensp, ptp, wsp, qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], ks[0],
-                           ks[1], ks[2], qs[0], qs[1], qs[2], pts, cap, page, SQ, splits, Hkv, flags, scale, G);
+    if (balanced)
+      ingot::decode_split_balanced<T>(qp, kp, vp, op, lsep, lensp, ptp, wsp, qs[0], qs[1], qs[2], ks[0], ks[1], ks[2],
+                                      ks[0], ks[1], ks[2], qs[0], qs[1], qs[2], pts, cap, page, SQ, splits, Hkv, flags,
+                                      scale, G);
+    else
+      ingot::decode_split<T>(qp, kp, vp, op, lsep, lensp, ptp, wsp, qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], ks[0],
+                             ks[1], ks[2], qs[0], qs[1], qs[2], pts, cap, page, SQ, splits, Hkv, flags, scale, G);
   };
   auto merge = [&] {
-    ingot::decode_merge<T>(qp, kp, vp, op, lsep, lensp, ptp, wsp, qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], ks[0],
-                           ks[1], ks[2], qs[0], qs[1], qs[2], pts, cap, page, SQ, splits, Hkv, flags, scale, G);
+    if (balanced)
+      ingot::decode_merge<T, true>(qp, kp, vp, op, lsep, lensp, ptp, wsp, qs[0], qs[1], qs[2], ks[0], ks[1], ks[2],
+                                   ks[0], ks[1], ks[2], qs[0], qs[1], qs[2], pts, cap, page, SQ, splits, Hkv, flags,
+                                   scale, G);
+    else
+      ingot::decode_merge<T, false>(qp, kp, vp, op, lsep, lensp, ptp, wsp, qs[0], qs[1], qs[2], ks[0], ks[1], ks[2],
+                                    ks[0], ks[1], ks[2], qs[0], qs[1], qs[2], pts, cap, page, SQ, splits, Hkv, flags,
+                                    scale, G);
   };
-  const int sgrid[3] = {splits * Hkv * row_blocks, 1, B};
+  // balanced: a workgroup per slot (units + B - 1 per KV head and row block), no batch dimension
+  const int sgrid[3] = {balanced ? (splits + B - 1) * Hkv * row_blocks : splits * Hkv * row_blocks, 1,
+                        balanced ? 1 : B};
   pool.launch(sgrid, split);
-  if (splits > 1) {
+  if (splits > 1 || balanced) {  // the balanced merge always runs
     const int rows = rows_total;
     const int mx = splits <= INGOT_AD_COMPACT_MERGE_SPLITS ? (rows * (D / 4) + T::kMergeThreads - 1) / T::kMergeThreads
                                                            : rows * (D / T::kMergeCols);
@@ -286,9 +310,9 @@ int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *
   st.runs++;
   if (err > st.max_err) st.max_err = err;
   if (bad)
-    std::fprintf(stderr, "FAIL %s: %s cap %d lengths %d %d %d, %d segments: %zu of %zu values out of tolerance "
-                 "(max error %g)\n", name, causal ? "causal" : "no mask", cap, lens[0], lens[1], lens[2], splits, bad,
-                 o.size() + lse.size(), err);
+    std::fprintf(stderr, "FAIL %s: %s cap %d lengths %d %d %d, %d %s: %zu of %zu values out of tolerance "
+                 "(max error %g)\n", name, causal ? "causal" : "no mask", cap, lens[0], lens[1], lens[2], splits,
+                 balanced ? "balanced units" : "segments", bad, o.size() + lse.size(), err);
   return bad ? 1 : 0;
 }
 
@@ -314,6 +338,11 @@ int run_kernel(const char *name, Stats &st) {
     for (int j = 0; j < 3; ++j) failures += run_case<T>(pool, name, causal, small, sets[(j + causal) % 3], counts[j], st);
     const int32_t l[3] = {large, large - 1 - 2 * (int)(rnd() % 64), (int32_t)(rnd() % (uint64_t)large)};
     failures += run_case<T>(pool, name, causal, large, l, 20, st);
+    // The balanced plan on a ragged batch (one long, one empty or short, one odd):
+    // 5 units all taken, and 20 units of which the device takes at least 4.
+    const int32_t r[3] = {large, causal ? 0 : 3, 2 * (int)(rnd() % (uint64_t)(large / 2)) + 1};
+    failures += run_case<T>(pool, name, causal, large, r, 5, st, 5);
+    failures += run_case<T>(pool, name, causal, large, r, 20, st, 4);
   }
   return failures;
 }

@@ -16,6 +16,7 @@
 /* after test_util.h, which sets the feature macros before any system header */
 #include "internal.h" /* the dispatch stubs' contract and ingot_plan_dispatch_info */
 #include "ingot_attention_decode_balance.h" /* the balanced plans' flag */
+#include "ingot_attention_decode_limits.h"  /* the launch entries */
 
 static const int kHeads[][2] = {{8, 8}, {8, 2}, {32, 8}, {64, 8}};
 
@@ -443,7 +444,9 @@ int main(int argc, char **argv) {
       const uint32_t dyn = d == 256 && d256_tc ? 196608u : wide && a == 0 ? 147456u : mid ? 131072u : 0u;
       for (int l = 0; l < plan->dispatch.num_launches; ++l) {
         const ingot_launch *ln = &plan->dispatch.launches[l];
-        CHECK(ln->lds_bytes == (ln->entry == 0 ? dyn : 0u));
+        /* the split kernels' (uniform and balanced) */
+        const int split_entry = ln->entry == INGOT_AD_ENTRY_SPLIT || ln->entry == INGOT_AD_ENTRY_BALANCED_SPLIT;
+        CHECK(ln->lds_bytes == (split_entry ? dyn : 0u));
       }
       const int splits = ingot_plan_num_splits(plan);
       const int balanced = (plan->dispatch.flags & INGOT_AD_FLAG_BALANCED) != 0; /* B > 1 (issue 23) */

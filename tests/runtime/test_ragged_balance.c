@@ -106,13 +106,13 @@ static void check_plans(void) {
                       (int)(fill << INGOT_AD_FLAG_FILL_SHIFT)));
     CHECK(ingot_ad_bal_fill(p.flags) == fill && fill >= 1);
     CHECK(p.num_splits == units && p.cost == u.cost && p.num_launches == 2);
-    CHECK(p.launches[0].entry == 0 && p.launches[0].grid[0] == (uint32_t)((units + B - 1) * Hkv * row_blocks) &&
+    CHECK(p.launches[0].entry == INGOT_AD_ENTRY_BALANCED_SPLIT && p.launches[0].grid[0] == (uint32_t)((units + B - 1) * Hkv * row_blocks) &&
           p.launches[0].grid[1] == 1 && p.launches[0].grid[2] == 1 && p.launches[0].block[0] == u.launches[0].block[0]);
     const uint32_t merge_threads = INGOT_AD_MERGE_WAVES * 32;
     const uint32_t merge_x = units <= INGOT_AD_COMPACT_MERGE_SPLITS
                                  ? (uint32_t)((rows_total * (m->head_dim / 4) + merge_threads - 1) / merge_threads)
                                  : (uint32_t)(rows_total * (m->head_dim / 32));
-    CHECK(p.launches[1].entry == 1 && p.launches[1].grid[0] == merge_x && p.launches[1].grid[1] == (uint32_t)Hkv &&
+    CHECK(p.launches[1].entry == INGOT_AD_ENTRY_BALANCED_MERGE && p.launches[1].grid[0] == merge_x && p.launches[1].grid[1] == (uint32_t)Hkv &&
           p.launches[1].grid[2] == (uint32_t)B && p.launches[1].block[0] == merge_threads);
     CHECK(p.capacity == u.capacity && p.sq == u.sq && p.num_kv_heads == u.num_kv_heads && p.page_size == u.page_size);
     /* the schedule on this plan, with fresh lengths */

@@ -100,7 +100,12 @@ SIGNATURE = (
                                      "group")]
 )
 
-ENTRY_POINTS = ("split", "merge")
+# The uniform split and merge; the balanced split and merge (issue 23) are entry
+# points of their own, so that the uniform kernels carry none of their code
+# (registers, instruction bytes) and the plan picks by launch.
+ENTRY_POINTS = ("split", "merge", "balanced_split", "balanced_merge")
+# Entry points launched with the split kernel's LDS (dynamic where it has a ring past the static limit).
+SPLIT_ENTRY_POINTS = ("split", "balanced_split")
 
 METADATA_TYPES = {
     "dtype": "string", "head_dim": "int", "group": "int", "max_sq": "int", "rows": "int",

@@ -16,5 +16,14 @@ INGOT_KERNEL(Traits::kThreads, Traits::kOccupancy) void attention_decode_bf16_d2
 }
 
 INGOT_KERNEL(Traits::kMergeThreads, 0) void attention_decode_bf16_d256_g8_sq1_paged_w4t16_tcs3_merge(INGOT_AD_PARAMS) {
-  ingot::decode_merge<Traits>(INGOT_AD_ARGS);
+  ingot::decode_merge<Traits, false>(INGOT_AD_ARGS);
+}
+
+// The balanced plan's pair (ragged batches; ingot_attention_decode_balance.h).
+INGOT_KERNEL(Traits::kThreads, Traits::kOccupancy) void attention_decode_bf16_d256_g8_sq1_paged_w4t16_tcs3_balanced_split(INGOT_AD_PARAMS) {
+  ingot::decode_split_balanced<Traits>(INGOT_AD_ARGS);
+}
+
+INGOT_KERNEL(Traits::kMergeThreads, 0) void attention_decode_bf16_d256_g8_sq1_paged_w4t16_tcs3_balanced_merge(INGOT_AD_PARAMS) {
+  ingot::decode_merge<Traits, true>(INGOT_AD_ARGS);
 }
