@@ -9,7 +9,6 @@ from ingot import descriptors
 from ingot.archs import ARCHS, known_archs
 from ingot.errors import ErrorSink
 from ingot.families import FAMILIES
-from ingot.families import attention_decode as ad
 from ingot.schema import Context, Int, List, Map, Str, show
 
 IDENT = re.compile(r"[a-z][a-z0-9_]*")
@@ -22,7 +21,8 @@ def _variant_schema(family):
     return Map({
         "name": (Str(pattern=IDENT, pattern_desc="a lower-case identifier ([a-z][a-z0-9_]*)"), True, None),
         "priority": (Int(-1000, 1000), False, 0),
-        "axes": (Map({k: (List(v, unique=True), k != "max_sq", None) for k, v in family.axes.items()}), True, None),
+        "axes": (Map({k: (List(v, unique=True), k not in family.axis_defaults, None)
+                      for k, v in family.axes.items()}), True, None),
         "exclude": (List(Map({k: (v, False, None) for k, v in family.axes.items()}), min_len=0), False, []),
         "knobs": (Map({k: (v, False, None) for k, v in family.knobs.items()}), False, {}),
         "admit": (family.admit, True, None),
@@ -32,6 +32,17 @@ def _variant_schema(family):
 
 
 def _schema(family):
+    """The pack config's schema under `family`; family None (the config names
+    none, or one the generator does not have) checks the keys of the core only:
+    a family's parts are left unchecked, not judged by another family's rules."""
+    if family is None:
+        knobs = variants = _Any()
+        own = {k: (_Any(), False, None) for f in FAMILIES.values() for k in f.pack_keys}
+    else:
+        knobs = Map({k: (v, k not in family.optional_knobs, family.optional_knobs.get(k))
+                     for k, v in family.knobs.items()})
+        variants = List(_variant_schema(family))
+        own = family.pack_keys
     return Map({
         "pack": (Str(pattern=IDENT, pattern_desc="a lower-case identifier ([a-z][a-z0-9_]*)",
                      max_len=4096), True, None),
@@ -45,13 +56,10 @@ def _schema(family):
             "type": (Str(choices=FIELD_TYPES), True, None),
             "default": (_Any(), False, _NO_DEFAULT),
         }), unique=False), True, None),
-        "knobs": (Map({k: (v, k not in ad.OPTIONAL_KNOBS, ad.OPTIONAL_KNOBS.get(k))
-                       for k, v in family.knobs.items()}), True, None),
-        "split": (family.split, False, {"ctas_per_cu": 2, "min_tiles_per_split": 1,
-                                             "max_tiles_per_split": 64, "saturating_percent": 60,
-                                             "saturating_cu_percent": 80}),
+        "knobs": (knobs, True, None),
+        **own,
         "behavior_notes": (List(Str(max_len=256), min_len=0), False, []),
-        "variants": (List(_variant_schema(family)), True, None),
+        "variants": (variants, True, None),
     })
 
 
@@ -78,7 +86,7 @@ class Pack:
     archs: tuple
     metadata_fields: tuple  # ((name, type, default or _NO_DEFAULT), ...)
     knobs: tuple  # knob names a user may tune
-    split: tuple  # ((key, value), ...)
+    settings: tuple  # ((key, value), ...): the family's own top-level keys (Family.pack_keys)
     behavior_notes: tuple
     instances: tuple
     config_path: str
@@ -87,6 +95,25 @@ class Pack:
     def instance(self, name):
         return next(i for i in self.instances if i.name == name)
 
+    def setting(self, key):
+        return dict(self.settings)[key]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A variant as the core hands it to its family: its axes (the family's
+    axis_defaults filled in), the pack's knobs with its own over them, its
+    admit as the family's schema checked it, the archs it is built for (Arch
+    entries) and its key path in the config, for errors."""
+    pack: str
+    name: str
+    priority: int
+    axes: dict
+    knobs: dict
+    admit: dict
+    archs: tuple
+    path: tuple
+
 
 def validate_and_expand(located, config_sha256):
     """Returns a Pack or raises ConfigErrors naming every problem."""
@@ -94,13 +121,13 @@ def validate_and_expand(located, config_sha256):
     ctx = Context(located, sink)
     data = located.data
     fam_name = data.get("family") if isinstance(data, dict) else None
-    family = FAMILIES.get(fam_name, FAMILIES[ad.NAME])
+    family = FAMILIES.get(fam_name) if isinstance(fam_name, str) else None
     cfg = _schema(family).check(data, (), ctx)
     sink.raise_if_any()
-    names_fit = _check_name_limits(cfg["pack"], (), ctx)
+    names_fit = _check_name_limits(cfg["pack"], (), family, ctx)
 
     archs = [ARCHS[a] for a in sorted(cfg["archs"])]
-    _check_metadata_fields(cfg, ctx)
+    _check_metadata_fields(cfg, family, ctx)
     instances = []
     names = set()
     for vi, var in enumerate(cfg["variants"]):
@@ -108,9 +135,9 @@ def validate_and_expand(located, config_sha256):
         if var["name"] in names:
             ctx.error(vpath + ("name",), f"duplicate variant name '{var['name']}'")
         names.add(var["name"])
-        instances += _expand_variant(cfg, var, vpath, archs, ctx)
+        instances += _expand_variant(cfg, family, var, vpath, archs, ctx)
     if names_fit:
-        _check_name_limits(cfg["pack"], instances, ctx)
+        _check_name_limits(cfg["pack"], instances, family, ctx)
     sink.raise_if_any()
     _check_duplicates_and_shadowing(instances, {v["name"]: i for i, v in enumerate(cfg["variants"])}, ctx)
     sink.raise_if_any()
@@ -119,22 +146,22 @@ def validate_and_expand(located, config_sha256):
     return Pack(
         name=cfg["pack"], family=family.name, engine=cfg["engine"], sdk_version=cfg["sdk_version"],
         description=cfg["description"], archs=tuple(a.name for a in archs), metadata_fields=fields,
-        knobs=tuple(sorted(cfg["knobs"])), split=tuple(sorted(cfg["split"].items())),
+        knobs=tuple(sorted(cfg["knobs"])), settings=tuple(sorted((k, cfg[k]) for k in family.pack_keys)),
         behavior_notes=tuple(cfg["behavior_notes"]),
         instances=tuple(sorted(instances, key=lambda i: i.name)),
         config_path=located.path, config_sha256=config_sha256)
 
 
-def _check_name_limits(pack_name, instances, ctx):
+def _check_name_limits(pack_name, instances, family, ctx):
     """The first name derived from the pack name that would pass a runtime limit
     is an error at `pack`, naming the limit and the longest pack name that fits."""
-    over = [(what, s, limit) for what, s, limit in descriptors.limited_names(pack_name, instances)
+    over = [(what, s, limit) for what, s, limit in descriptors.limited_names(pack_name, instances, family)
             if len(s.encode("utf-8")) > limit[1]]
     if not over:
         return True
     what, s, (desc, limit) = over[0]
     fits = min(limit - (len(t.encode("utf-8")) - len(pack_name))
-               for _, t, (_, limit) in descriptors.limited_names(pack_name, instances))
+               for _, t, (_, limit) in descriptors.limited_names(pack_name, instances, family))
     ctx.error(("pack",), f"pack name of {len(pack_name)} characters is too long: {what} "
               f"{show(s)} would be {len(s.encode('utf-8'))} bytes, over the runtime's limit of {limit} bytes "
               f"on {desc} "
@@ -143,7 +170,7 @@ def _check_name_limits(pack_name, instances, ctx):
     return False
 
 
-def _check_metadata_fields(cfg, ctx):
+def _check_metadata_fields(cfg, family, ctx):
     """The config declares the KMD; it must describe exactly what the family emits."""
     declared = {}
     for i, f in enumerate(cfg["metadata_fields"]):
@@ -152,18 +179,18 @@ def _check_metadata_fields(cfg, ctx):
             ctx.error(p + ("name",), f"duplicate metadata field '{f['name']}'")
             continue
         declared[f["name"]] = f
-        want = ad.METADATA_TYPES.get(f["name"])
+        want = family.metadata_types.get(f["name"])
         if want is None:
             ctx.error(p + ("name",), f"metadata field '{f['name']}' is not produced by family "
-                      f"'{ad.NAME}' (it produces: {', '.join(sorted(ad.METADATA_TYPES))})")
+                      f"'{family.name}' (it produces: {', '.join(sorted(family.metadata_types))})")
         elif f["type"] != want:
             ctx.error(p + ("type",), f"metadata field '{f['name']}' has type {show(f['type'])}, "
-                      f"but family '{ad.NAME}' produces type {show(want)}")
+                      f"but family '{family.name}' produces type {show(want)}")
         if f["default"] is not _NO_DEFAULT and not _value_has_type(f["default"], f["type"]):
             ctx.error(p + ("default",), f"default {show(f['default'])} is not of type {show(f['type'])}")
-    for name in sorted(set(ad.METADATA_TYPES) - set(declared)):
+    for name in sorted(set(family.metadata_types) - set(declared)):
         ctx.error(("metadata_fields",), f"missing metadata field '{name}' "
-                  f"(type {ad.METADATA_TYPES[name]}), which every kernel of family '{ad.NAME}' has")
+                  f"(type {family.metadata_types[name]}), which every kernel of family '{family.name}' has")
 
 
 def _value_has_type(v, t):
@@ -178,15 +205,17 @@ def _value_has_type(v, t):
     return isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
 
 
-def _expand_variant(cfg, var, vpath, archs, ctx):
+def _expand_variant(cfg, family, var, vpath, archs, ctx):
+    """The variant's instances: the core checks its archs and excludes, the
+    family its own rules; then the family makes the instances of the axis
+    points the excludes leave. [] after any error."""
     axes = dict(var["axes"])
-    if axes.get("max_sq") is None:
-        axes["max_sq"] = [1]
+    for k, default in family.axis_defaults.items():
+        if axes.get(k) is None:
+            axes[k] = list(default)
     keys = sorted(axes)
     knobs = dict(cfg["knobs"])
     knobs.update({k: v for k, v in var["knobs"].items() if v is not None})
-    admit = var["admit"]
-    apath = vpath + ("admit",)
     ok = True
     if var["archs"] is not None:
         names = [a.name for a in archs]
@@ -196,168 +225,29 @@ def _expand_variant(cfg, var, vpath, archs, ctx):
                           f"(allowed: {', '.join(names)})")
                 ok = False
         archs = [a for a in archs if a.name in var["archs"]]
-
-    for i, hd in enumerate(axes["head_dim"]):
-        if hd not in ad.HEAD_DIMS:
-            ctx.error(vpath + ("axes", "head_dim", i), f"head dim {hd} is not supported by the kernel "
-                      f"(supported: {', '.join(map(str, ad.HEAD_DIMS))})")
-            ok = False
-    # Each axis group's kernels run the groups of its range in `groups` (each
-    # range holds exactly one axis group; default: the group alone).
-    ranges = {g: (g, g) for g in axes["group"]}
-    for i, (lo, hi) in enumerate(admit["groups"] or []):
-        inside = [g for g in axes["group"] if lo <= g <= hi]
-        if len(inside) != 1:
-            ctx.error(apath + ("groups", i), f"groups [{lo}, {hi}] hold {len(inside)} of the axis' groups "
-                      f"({', '.join(map(str, inside)) or 'none'}); each range must hold exactly one "
-                      f"(axis groups: {', '.join(map(str, axes['group']))})")
-            ok = False
-        elif ranges[inside[0]] != (inside[0], inside[0]):
-            ctx.error(apath + ("groups", i), f"group {inside[0]} has two ranges in groups")
-            ok = False
-        else:
-            ranges[inside[0]] = (lo, hi)
-    spans = sorted(ranges.values())
-    for a, b in zip(spans, spans[1:]):
-        if b[0] <= a[1]:
-            ctx.error(apath + ("groups",), f"groups ranges [{a[0]}, {a[1]}] and [{b[0]}, {b[1]}] overlap")
-            ok = False
-    # A kernel runs any Hkv in num_kv_heads with Hq = g x Hkv for the groups g
-    # of its range; `heads`, where given, pins pairs: each must be of a range and
-    # within num_kv_heads, and a kernel without a pinned pair makes no instance.
-    kv_lo, kv_hi = admit["num_kv_heads"]
-    for i, (hq, hkv) in enumerate(admit["heads"] or []):
-        if hq % hkv:
-            ctx.error(apath + ("heads", i), f"Hq {hq} is not a multiple of Hkv {hkv}")
-            ok = False
-        elif not any(lo <= hq // hkv <= hi for lo, hi in ranges.values()):
-            ctx.error(apath + ("heads", i), f"heads [{hq}, {hkv}] have group {hq // hkv}, which no "
-                      f"instance of variant '{var['name']}' runs (groups: "
-                      f"{', '.join(f'{lo}..{hi}' if lo != hi else str(lo) for lo, hi in sorted(ranges.values()))})")
-            ok = False
-        elif not kv_lo <= hkv <= kv_hi:
-            ctx.error(apath + ("heads", i), f"heads [{hq}, {hkv}] have Hkv {hkv} outside the variant's "
-                      f"num_kv_heads [{kv_lo}, {kv_hi}]")
-            ok = False
-    has_paged = "paged" in axes["kv_layout"]
-    if has_paged and not admit["page_sizes"]:
-        ctx.error(apath, "missing 'page_sizes', required when kv_layout includes 'paged'")
-        ok = False
-    for i, ps in enumerate(admit["page_sizes"] or []):
-        if ps & (ps - 1):
-            ctx.error(apath + ("page_sizes", i), f"page size {ps} is not a power of two")
-            ok = False
-    if admit["page_sizes"] and not has_paged:
-        ctx.error(apath + ("page_sizes",), "page sizes given, but the variant has no paged kv_layout")
-        ok = False
     for j, ex in enumerate(var["exclude"]):
         for k, val in ex.items():
             if val is not None and val not in axes.get(k, []):
                 ctx.error(vpath + ("exclude", j, k), f"{show(val)} is not a value of axis '{k}' "
                           f"(values: {', '.join(show(x) for x in axes.get(k, []))})")
                 ok = False
-    if not ok:
+    variant = Variant(pack=cfg["pack"], name=var["name"], priority=var["priority"], axes=axes, knobs=knobs,
+                      admit=var["admit"], archs=tuple(archs), path=vpath)
+    fits = family.check_variant(variant, ctx)  # even after an error above: every error at once
+    if not (ok and fits):
         return []
 
-    out = []
+    points = []
     for combo in itertools.product(*(axes[k] for k in keys)):
         point = dict(zip(keys, combo))
-        if any(all(point[k] == v for k, v in ex.items() if v is not None) for ex in var["exclude"]):
-            continue
-        heads = ()
-        if admit["heads"] is not None:
-            lo, hi = ranges[point["group"]]
-            heads = tuple(sorted(tuple(h) for h in admit["heads"] if lo <= h[0] // h[1] <= hi))
-            if not heads:
-                continue  # the pin leaves this group no pair: not an instance
-        seq_q = admit["seq_q"] or (1, point["max_sq"])
-        if seq_q[1] > point["max_sq"]:
-            ctx.error(apath + ("seq_q",), f"seq_q up to {seq_q[1]} exceeds the instance's max_sq "
-                      f"{point['max_sq']}")
-            return []
-        rows = min(point["group"] * point["max_sq"], knobs["max_rows"], ad.MAX_ROWS)
-        inst = ad.Instance(
-            pack=cfg["pack"], variant=var["name"], dtype=point["dtype"], head_dim=point["head_dim"],
-            group=point["group"], kv_layout=point["kv_layout"], max_sq=point["max_sq"],
-            waves=knobs["waves"], tokens_per_wave=knobs["tokens_per_wave"], rows=rows,
-            max_splits=knobs["max_splits"], occupancy=knobs["occupancy"], math=knobs["math"],
-            stages=knobs["stages"],
-            priority=var["priority"],
-            num_kv_heads=(kv_lo, kv_hi), heads=heads,
-            batch=tuple(admit["batch"]), seq_q=tuple(seq_q), capacity=tuple(admit["capacity"]),
-            page_sizes=tuple(sorted(admit["page_sizes"] or [])) if point["kv_layout"] == "paged" else (),
-            masks=tuple(sorted(admit["masks"])), lse=admit["lse"], archs=tuple(a.name for a in archs),
-            trace=knobs["trace"],
-            groups=ranges[point["group"]] if ranges[point["group"]] != (point["group"],) * 2 else ())
-        if not _check_instance_fits(inst, archs, vpath, ctx):
-            return []
-        if inst.capacity[1] > inst.capacity_limit:
-            ctx.error(apath + ("capacity",), f"capacity up to {inst.capacity[1]} is past what instance "
-                      f"{inst.name}'s int32 token indices allow: they run {ad.TOKEN_INDEX_TILES} tiles of "
-                      f"{inst.tile} tokens past the capacity (allowed: at most "
-                      f"{inst.capacity_limit} = 2^31 - 1 - {ad.TOKEN_INDEX_TILES} x {inst.tile})")
-            return []
-        out.append(inst)
+        if not any(all(point[k] == v for k, v in ex.items() if v is not None) for ex in var["exclude"]):
+            points.append(point)
+    out = family.expand(variant, points, ctx)
+    if out is None:
+        return []
     if not out:
-        ctx.error(vpath, f"variant '{var['name']}' expands to no kernel instance "
-                  "(every axis combination is excluded or has no pinned heads pair)")
+        ctx.error(vpath, f"variant '{var['name']}' expands to no kernel instance ({family.no_instance_reason})")
     return out
-
-
-def _check_instance_fits(inst, archs, vpath, ctx):
-    ok = True
-    if inst.stages == 1:
-        ctx.error(vpath + ("knobs", "stages"), "stages 1 overlaps no copy with the math (allowed: 0 for "
-                  "the register pipeline, or 2..8 shared-memory stages)")
-        return False
-    if inst.stages and inst.math != "auto":
-        ctx.error(vpath + ("knobs", "stages"), f"stages {inst.stages} needs math 'auto' (the tensor-core "
-                  "path streams through shared memory; the SIMT path keeps its pipeline in registers)")
-        return False
-    if inst.trace and (inst.math != "auto" or any(a.vendor != "nvidia" for a in archs)):
-        ctx.error(vpath + ("knobs", "trace"), f"trace 1 needs math 'auto' and NVIDIA archs only (its "
-                  f"stamps are in the tensor-core path); instance {inst.name} has math '{inst.math}', "
-                  f"archs {', '.join(a.name for a in archs)} (a variant may name `archs: [sm_90]`)")
-        return False
-    for arch in archs:
-        lpt = inst.lanes_per_token
-        if lpt > arch.wave_size:
-            ctx.error(vpath + ("axes", "head_dim"), f"head dim {inst.head_dim} needs {lpt} lanes per "
-                      f"token, more than the {arch.wave_size}-lane wave of {arch.name}")
-            return False
-        if inst.math == "auto" and arch.vendor == "nvidia":
-            why = []
-            if inst.tokens_per_wave % 16:
-                why.append(f"tokens_per_wave {inst.tokens_per_wave} is not a multiple of 16")
-            if inst.rows > 8:
-                why.append(f"{inst.rows} rows per workgroup exceed 8")
-            if inst.stages and (inst.tokens_per_wave * inst.head_dim // 8) % arch.wave_size:
-                why.append(f"the ring's {inst.tokens_per_wave} x {inst.head_dim // 8} chunk copies per "
-                           f"stage are not whole waves of {arch.wave_size}")
-            if why:
-                ctx.error(vpath + ("knobs", "math"), f"math 'auto' uses tensor cores on {arch.name}, but "
-                          f"{'; '.join(why)} (instance {inst.name})")
-                ok = False
-        tpl = inst.tokens_per_load(arch)
-        if inst.tokens_per_wave % tpl:
-            ctx.error(vpath + ("knobs", "tokens_per_wave"), f"tokens_per_wave {inst.tokens_per_wave} "
-                      f"is not a multiple of {tpl}, the tokens one load covers on {arch.name} "
-                      f"for head dim {inst.head_dim} (instance {inst.name})")
-            ok = False
-        ring = ""
-        if inst.uses_ring(arch):
-            ring = (f" (its shared-memory ring: {inst.waves} waves x {inst.stages} stages x "
-                    f"{inst.tokens_per_wave} tokens x head dim {inst.head_dim} x 4 bytes for K and V)")
-        if inst.dynamic_lds(arch) > arch.max_dynamic_lds_bytes:
-            ctx.error(vpath + ("knobs",), f"instance {inst.name} needs {inst.dynamic_lds(arch)} bytes of "
-                      f"LDS, more than the {arch.max_dynamic_lds_bytes} {arch.name} allows a workgroup at "
-                      f"launch{ring}")
-            ok = False
-        if inst.lds_bytes(arch) > arch.max_lds_bytes:
-            ctx.error(vpath + ("knobs",), f"instance {inst.name} needs {inst.lds_bytes(arch)} bytes of "
-                      f"LDS, more than the {arch.max_lds_bytes} {arch.name} allows{ring}")
-            ok = False
-    return ok
 
 
 def _covers(a, b):
@@ -385,9 +275,9 @@ def _check_duplicates_and_shadowing(instances, variant_index, ctx):
             continue
         by_key[inst.code_key] = inst
         by_name[inst.name] = inst
-    # Selection order among kernels that admit a graph: score = seq_q - max_sq
-    # (higher wins), then priority (higher wins), then the least modelled time of
-    # the plans. Y shadows X when Y admits every graph X admits and outranks it.
+    # Y shadows X when Y admits every graph X admits and outranks it (the
+    # instances' rank: the order the runtime selects in, before it compares the
+    # plans' modelled times).
     for x in instances:
         ax = x.admission()
         for y in instances:
@@ -404,7 +294,6 @@ def _check_duplicates_and_shadowing(instances, variant_index, ctx):
 
 
 def _wins(y, x):
-    """Does y win the selection over x on every graph both admit? (INTERNALS.md §3:
-    score = seq_q - max_sq, then priority, higher wins. Between kernels of one
-    rank the plan's modelled time decides graph by graph, so neither always wins.)"""
-    return (-y.max_sq, y.priority) > (-x.max_sq, x.priority)
+    """Does y win the selection over x on every graph both admit? (The family's
+    rank; between kernels of one rank neither always wins.)"""
+    return y.rank > x.rank

@@ -4,7 +4,7 @@ written as sorted, indented JSON."""
 import json
 
 from ingot.archs import ARCHS
-from ingot.families import attention_decode as ad
+from ingot.families import FAMILIES
 from ingot.ids import descriptor_id, kernel_id
 
 VERSION = "1.0"
@@ -24,6 +24,7 @@ def names(pack):
 
 def build(pack):
     """Returns {filename: dict} of every descriptor of the pack (authored form)."""
+    family = FAMILIES[pack.family]
     p = pack.name
     ids = {k: descriptor_id(p, k, p) for k in ("ued", "kmd", "udd", "kdp", "graph_umd")}
     n = names(pack)
@@ -43,18 +44,13 @@ def build(pack):
     }
     out[n["udd"]] = {
         "version": VERSION, "id": ids["udd"], "name": f"{p}.udd",
-        "dispatch_symbol": dispatch_symbol(pack), "entry_points": list(ad.ENTRY_POINTS),
-        "kernarg_size": ad.kernarg_size(), "signature": ad.signature(),
-        "workspace": {
-            "policy": "derived",
-            "description": "fp32, only when the plan splits the KV range (num_splits > 1): per sequence "
-                           "and KV head, group*max_sq*num_splits*(head_dim+1) floats",
-            "split": dict(pack.split),
-        },
+        "dispatch_symbol": dispatch_symbol(pack), "entry_points": list(family.entry_points),
+        "kernarg_size": family.kernarg_size(), "signature": family.signature(),
+        "workspace": family.workspace(pack),
     }
     out[n["graph_umd"]] = {
         "version": VERSION, "id": ids["graph_umd"], "name": f"{p}.graph", "scope": "graph",
-        "constraints": ad.GRAPH_CONSTRAINTS,
+        "constraints": family.graph_constraints,
     }
     kernels = []
     for inst in pack.instances:
@@ -65,12 +61,11 @@ def build(pack):
         source = {
             "kind": "hip_source",
             "sources": {a: inst.filename(a) for a in inst.archs},
-            "symbols": {e: inst.symbol(e) for e in ad.ENTRY_POINTS},
-            "spec": {"variant": inst.variant, "rows_total": inst.rows_total},
+            "symbols": {e: inst.symbol(e) for e in family.entry_points},
+            "spec": {"variant": inst.variant, **inst.spec()},
         }
         # Dynamic LDS an entry point is launched with, per arch (where any is).
-        dynamic = {a: {e: inst.dynamic_lds(ARCHS[a]) for e in ad.SPLIT_ENTRY_POINTS}
-                   for a in inst.archs if inst.dynamic_lds(ARCHS[a])}
+        dynamic = {a: inst.entry_dynamic_lds(ARCHS[a]) for a in inst.archs if inst.entry_dynamic_lds(ARCHS[a])}
         if dynamic:
             source["dynamic_lds"] = dynamic
         kernels.append({
@@ -110,7 +105,7 @@ def packaged_object_path(inst_name, arch):
     return f"code/{arch.name}/{inst_name}.{arch.name}.{arch.suffix}"
 
 
-def limited_names(pack_name, instances):
+def limited_names(pack_name, instances, family):
     """(what, string, (limit description, bytes)) for every name derived from
     the pack name that the runtime checks against a limit: the dispatch symbol,
     the descriptors' names, kernel names, entry symbols and the paths of the
@@ -120,7 +115,7 @@ def limited_names(pack_name, instances):
         yield "a descriptor name", pack_name + suffix, STRING_LIMIT
     for inst in instances:
         yield f"kernel {inst.name}'s name", inst.name, STRING_LIMIT
-        for entry in ad.ENTRY_POINTS:
+        for entry in family.entry_points:
             yield f"kernel {inst.name}'s entry symbol", inst.symbol(entry), STRING_LIMIT
         for arch in inst.archs:
             yield f"kernel {inst.name}'s source path", inst.filename(arch), STRING_LIMIT

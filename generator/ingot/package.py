@@ -117,7 +117,8 @@ def _package(generated, objects, out, readelf, objdump, archs, quiet, dispatch_l
                 os.makedirs(os.path.join(stage, "code", arch.name), exist_ok=True)
                 shutil.copyfile(obj_path, os.path.join(stage, rel))
                 sha = _sha256_file(os.path.join(stage, rel))
-                first = kernels[src["symbols"]["split"]]
+                # The object's kernarg layout and version, as its first entry point has them.
+                first = kernels[src["symbols"][udd["entry_points"][0]]]
                 if arch.vendor == "amd" and first["code_object_version"] != arch.code_object_version:
                     raise PackageError(f"{obj_path}: code object v{first['code_object_version']}, but the arch "
                                        f"table builds {arch.name} as v{arch.code_object_version} "

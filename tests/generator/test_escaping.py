@@ -22,7 +22,7 @@ CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang-22")
 CLANG = "/usr/bin/clang-22"
 # Filters that make a C token of a value; a template value goes through one of them.
 C_FILTERS = {"c_comment", "c_string", "c_ident", "c_int", "c_bool", "c_dtype", "c_math"}
-# The one value that is C by design: the kernarg expressions of render.KERNARG_EXPR, a fixed table.
+# The one value that is C by design: the family's kernarg expressions (Family.kernarg_expr), a fixed table.
 RAW_C = {"a.expr"}
 NASTY = ["\n#error injected\n", "*/ int injected; /*", "??/", "\\", "\r", "\t", "\x00", "\x7f", '"', "'",
          "?", "??=", "/*", "*/", "//", "\u00fc", "\u2028", "\U0001F600", "\udc80"]

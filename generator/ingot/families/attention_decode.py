@@ -1,9 +1,11 @@
 """The attention decode family: single-token (and speculative) decode over a
 contiguous or paged KV cache, split-KV, optional LSE. The algorithm lives in
-templates/ingot_attention_decode.h; this module describes it to the generator."""
+templates/ingot_attention_decode.h; this module describes it to the generator
+through FAMILY (the interface: ingot/families/__init__.py and family.py)."""
 
 from dataclasses import dataclass
 
+from ingot.families.family import Family
 from ingot.schema import Bool, Int, List, Map, Range, Str
 
 NAME = "attention_decode"
@@ -38,6 +40,7 @@ AXES = {
     "kv_layout": Str(choices=list(KV_LAYOUTS)),
     "max_sq": Int(1, 8),
 }
+AXIS_DEFAULTS = {"max_sq": [1]}  # a variant without max_sq makes one-query kernels
 
 KNOBS = {
     "waves": Int(1, 16),
@@ -87,9 +90,11 @@ SPLIT = Map({
     # ... when spread over at least this share of the CUs (a CU's own limit)
     "saturating_cu_percent": (Int(1, 100), False, 80),
 })
+# The pack's `split`: the dispatch stub's split-KV policy (templates/attention_decode_dispatch.c.j2).
+PACK_KEYS = {"split": (SPLIT, False, {k: default for k, (_node, _req, default) in SPLIT.fields.items()})}
 
 # The kernarg signature of both entry points (templates/ingot_attention_decode.h,
-# INGOT_AD_PARAMS), in order. Offsets follow the C ABI both targets use.
+# INGOT_AD_PARAMS), in order; Family.signature() lays out their offsets.
 SIGNATURE = (
     [(n, "global_buffer", 8) for n in ("q", "k", "v", "o", "lse", "seq_lens", "page_table", "workspace")]
     + [(n, "by_value", 8) for n in (
@@ -100,9 +105,24 @@ SIGNATURE = (
                                      "group")]
 )
 
-# The uniform split and merge; the balanced split and merge (issue 23) are entry
-# points of their own, so that the uniform kernels carry none of their code
-# (registers, instruction bytes) and the plan picks by launch.
+# The C expression the dispatch stub writes for each kernarg (plan p, buffers b,
+# workspace ws; templates/attention_decode_dispatch.c.j2).
+KERNARG_EXPR = {
+    "q": "b->q", "k": "b->k", "v": "b->v", "o": "b->o", "lse": "b->lse", "seq_lens": "b->seq_lens",
+    "page_table": "b->page_table", "workspace": "ws",
+    "q_stride_b": "p->q_stride[0]", "q_stride_h": "p->q_stride[1]", "q_stride_s": "p->q_stride[2]",
+    "k_stride_b": "p->k_stride[0]", "k_stride_t": "p->k_stride[1]", "k_stride_h": "p->k_stride[2]",
+    "v_stride_b": "p->v_stride[0]", "v_stride_t": "p->v_stride[1]", "v_stride_h": "p->v_stride[2]",
+    "o_stride_b": "p->o_stride[0]", "o_stride_h": "p->o_stride[1]", "o_stride_s": "p->o_stride[2]",
+    "page_table_stride": "p->page_table_stride", "capacity": "p->capacity", "page_size": "p->page_size",
+    "sq": "p->sq", "num_splits": "p->num_splits", "num_kv_heads": "p->num_kv_heads", "flags": "p->flags",
+    "scale": "p->scale", "group": "p->group",
+}
+
+# The uniform split first (`ingot package` reads the kernarg layout and code-object
+# version of a code object at its first entry point) and merge; the balanced split
+# and merge (issue 23) are entry points of their own, so that the uniform kernels
+# carry none of their code (registers, instruction bytes) and the plan picks by launch.
 ENTRY_POINTS = ("split", "merge", "balanced_split", "balanced_merge")
 # Entry points launched with the split kernel's LDS (dynamic where it has a ring past the static limit).
 SPLIT_ENTRY_POINTS = ("split", "balanced_split")
@@ -111,20 +131,6 @@ METADATA_TYPES = {
     "dtype": "string", "head_dim": "int", "group": "int", "max_sq": "int", "rows": "int",
     "kv_layout": "string", "waves": "int", "tokens_per_wave": "int", "max_splits": "int", "lse": "bool",
 }
-
-
-def signature():
-    out, off = [], 0
-    for name, kind, size in SIGNATURE:
-        off = (off + size - 1) // size * size
-        out.append({"name": name, "kind": kind, "size": size, "offset": off})
-        off += size
-    return out
-
-
-def kernarg_size():
-    last = signature()[-1]
-    return last["offset"] + last["size"]
 
 
 @dataclass(frozen=True)
@@ -197,6 +203,21 @@ class Instance:
     @property
     def rows_total(self):
         return self.group * self.max_sq
+
+    @property
+    def rank(self):
+        """Selection order among kernels that admit a graph (INTERNALS.md §3):
+        score = seq_q - max_sq, then priority, higher wins. Between kernels of
+        one rank the plan's modelled time decides graph by graph."""
+        return (-self.max_sq, self.priority)
+
+    def spec(self):
+        return {"rows_total": self.rows_total}
+
+    def entry_dynamic_lds(self, arch):
+        """The split kernels' ring (uniform and balanced), where they are launched with dynamic LDS."""
+        n = self.dynamic_lds(arch)
+        return {e: n for e in SPLIT_ENTRY_POINTS} if n else {}
 
     def metadata(self):
         return {"dtype": self.dtype, "head_dim": self.head_dim, "group": self.group,
@@ -305,13 +326,200 @@ GRAPH_CONSTRAINTS = [
 ]
 
 
-@dataclass(frozen=True)
-class Family:
-    name: str
-    axes: dict
-    knobs: dict
-    admit: Map
-    split: Map
+def check_variant(var, ctx):
+    """The family's rules on a variant's axes and admit, each broken one an
+    error at its key path. Returns whether the variant may expand."""
+    axes, admit, vpath = var.axes, var.admit, var.path
+    apath = vpath + ("admit",)
+    ok = True
+    for i, hd in enumerate(axes["head_dim"]):
+        if hd not in HEAD_DIMS:
+            ctx.error(vpath + ("axes", "head_dim", i), f"head dim {hd} is not supported by the kernel "
+                      f"(supported: {', '.join(map(str, HEAD_DIMS))})")
+            ok = False
+    # Each axis group's kernels run the groups of its range in `groups` (each
+    # range holds exactly one axis group; default: the group alone).
+    ranges = {g: (g, g) for g in axes["group"]}
+    for i, (lo, hi) in enumerate(admit["groups"] or []):
+        inside = [g for g in axes["group"] if lo <= g <= hi]
+        if len(inside) != 1:
+            ctx.error(apath + ("groups", i), f"groups [{lo}, {hi}] hold {len(inside)} of the axis' groups "
+                      f"({', '.join(map(str, inside)) or 'none'}); each range must hold exactly one "
+                      f"(axis groups: {', '.join(map(str, axes['group']))})")
+            ok = False
+        elif ranges[inside[0]] != (inside[0], inside[0]):
+            ctx.error(apath + ("groups", i), f"group {inside[0]} has two ranges in groups")
+            ok = False
+        else:
+            ranges[inside[0]] = (lo, hi)
+    spans = sorted(ranges.values())
+    for a, b in zip(spans, spans[1:]):
+        if b[0] <= a[1]:
+            ctx.error(apath + ("groups",), f"groups ranges [{a[0]}, {a[1]}] and [{b[0]}, {b[1]}] overlap")
+            ok = False
+    # A kernel runs any Hkv in num_kv_heads with Hq = g x Hkv for the groups g
+    # of its range; `heads`, where given, pins pairs: each must be of a range and
+    # within num_kv_heads, and a kernel without a pinned pair makes no instance.
+    kv_lo, kv_hi = admit["num_kv_heads"]
+    for i, (hq, hkv) in enumerate(admit["heads"] or []):
+        if hq % hkv:
+            ctx.error(apath + ("heads", i), f"Hq {hq} is not a multiple of Hkv {hkv}")
+            ok = False
+        elif not any(lo <= hq // hkv <= hi for lo, hi in ranges.values()):
+            ctx.error(apath + ("heads", i), f"heads [{hq}, {hkv}] have group {hq // hkv}, which no "
+                      f"instance of variant '{var.name}' runs (groups: "
+                      f"{', '.join(f'{lo}..{hi}' if lo != hi else str(lo) for lo, hi in sorted(ranges.values()))})")
+            ok = False
+        elif not kv_lo <= hkv <= kv_hi:
+            ctx.error(apath + ("heads", i), f"heads [{hq}, {hkv}] have Hkv {hkv} outside the variant's "
+                      f"num_kv_heads [{kv_lo}, {kv_hi}]")
+            ok = False
+    has_paged = "paged" in axes["kv_layout"]
+    if has_paged and not admit["page_sizes"]:
+        ctx.error(apath, "missing 'page_sizes', required when kv_layout includes 'paged'")
+        ok = False
+    for i, ps in enumerate(admit["page_sizes"] or []):
+        if ps & (ps - 1):
+            ctx.error(apath + ("page_sizes", i), f"page size {ps} is not a power of two")
+            ok = False
+    if admit["page_sizes"] and not has_paged:
+        ctx.error(apath + ("page_sizes",), "page sizes given, but the variant has no paged kv_layout")
+        ok = False
+    return ok
 
 
-FAMILY = Family(NAME, AXES, KNOBS, ADMIT, SPLIT)
+def _group_range(var, group):
+    """The groups the kernels of an axis group run: its range in `groups`, else
+    the group alone (check_variant has made the ranges one per group)."""
+    return next(((lo, hi) for lo, hi in var.admit["groups"] or [] if lo <= group <= hi), (group, group))
+
+
+def expand(var, points, ctx):
+    """One instance per point, but none for a group that a `heads` pin leaves
+    without a pair; None after an error (the variant then makes nothing)."""
+    admit, knobs, archs, apath = var.admit, var.knobs, var.archs, var.path + ("admit",)
+    out = []
+    for point in points:
+        groups = _group_range(var, point["group"])
+        heads = ()
+        if admit["heads"] is not None:
+            lo, hi = groups
+            heads = tuple(sorted(tuple(h) for h in admit["heads"] if lo <= h[0] // h[1] <= hi))
+            if not heads:
+                continue  # the pin leaves this group no pair: not an instance
+        seq_q = admit["seq_q"] or (1, point["max_sq"])
+        if seq_q[1] > point["max_sq"]:
+            ctx.error(apath + ("seq_q",), f"seq_q up to {seq_q[1]} exceeds the instance's max_sq "
+                      f"{point['max_sq']}")
+            return None
+        rows = min(point["group"] * point["max_sq"], knobs["max_rows"], MAX_ROWS)
+        inst = Instance(
+            pack=var.pack, variant=var.name, dtype=point["dtype"], head_dim=point["head_dim"],
+            group=point["group"], kv_layout=point["kv_layout"], max_sq=point["max_sq"],
+            waves=knobs["waves"], tokens_per_wave=knobs["tokens_per_wave"], rows=rows,
+            max_splits=knobs["max_splits"], occupancy=knobs["occupancy"], math=knobs["math"],
+            stages=knobs["stages"],
+            priority=var.priority,
+            num_kv_heads=tuple(admit["num_kv_heads"]), heads=heads,
+            batch=tuple(admit["batch"]), seq_q=tuple(seq_q), capacity=tuple(admit["capacity"]),
+            page_sizes=tuple(sorted(admit["page_sizes"] or [])) if point["kv_layout"] == "paged" else (),
+            masks=tuple(sorted(admit["masks"])), lse=admit["lse"], archs=tuple(a.name for a in archs),
+            trace=knobs["trace"],
+            groups=groups if groups != (point["group"],) * 2 else ())
+        if not _check_instance_fits(inst, archs, var.path, ctx):
+            return None
+        if inst.capacity[1] > inst.capacity_limit:
+            ctx.error(apath + ("capacity",), f"capacity up to {inst.capacity[1]} is past what instance "
+                      f"{inst.name}'s int32 token indices allow: they run {TOKEN_INDEX_TILES} tiles of "
+                      f"{inst.tile} tokens past the capacity (allowed: at most "
+                      f"{inst.capacity_limit} = 2^31 - 1 - {TOKEN_INDEX_TILES} x {inst.tile})")
+            return None
+        out.append(inst)
+    return out
+
+
+def _check_instance_fits(inst, archs, vpath, ctx):
+    ok = True
+    if inst.stages == 1:
+        ctx.error(vpath + ("knobs", "stages"), "stages 1 overlaps no copy with the math (allowed: 0 for "
+                  "the register pipeline, or 2..8 shared-memory stages)")
+        return False
+    if inst.stages and inst.math != "auto":
+        ctx.error(vpath + ("knobs", "stages"), f"stages {inst.stages} needs math 'auto' (the tensor-core "
+                  "path streams through shared memory; the SIMT path keeps its pipeline in registers)")
+        return False
+    if inst.trace and (inst.math != "auto" or any(a.vendor != "nvidia" for a in archs)):
+        ctx.error(vpath + ("knobs", "trace"), f"trace 1 needs math 'auto' and NVIDIA archs only (its "
+                  f"stamps are in the tensor-core path); instance {inst.name} has math '{inst.math}', "
+                  f"archs {', '.join(a.name for a in archs)} (a variant may name `archs: [sm_90]`)")
+        return False
+    for arch in archs:
+        lpt = inst.lanes_per_token
+        if lpt > arch.wave_size:
+            ctx.error(vpath + ("axes", "head_dim"), f"head dim {inst.head_dim} needs {lpt} lanes per "
+                      f"token, more than the {arch.wave_size}-lane wave of {arch.name}")
+            return False
+        if inst.math == "auto" and arch.vendor == "nvidia":
+            why = []
+            if inst.tokens_per_wave % 16:
+                why.append(f"tokens_per_wave {inst.tokens_per_wave} is not a multiple of 16")
+            if inst.rows > 8:
+                why.append(f"{inst.rows} rows per workgroup exceed 8")
+            if inst.stages and (inst.tokens_per_wave * inst.head_dim // 8) % arch.wave_size:
+                why.append(f"the ring's {inst.tokens_per_wave} x {inst.head_dim // 8} chunk copies per "
+                           f"stage are not whole waves of {arch.wave_size}")
+            if why:
+                ctx.error(vpath + ("knobs", "math"), f"math 'auto' uses tensor cores on {arch.name}, but "
+                          f"{'; '.join(why)} (instance {inst.name})")
+                ok = False
+        tpl = inst.tokens_per_load(arch)
+        if inst.tokens_per_wave % tpl:
+            ctx.error(vpath + ("knobs", "tokens_per_wave"), f"tokens_per_wave {inst.tokens_per_wave} "
+                      f"is not a multiple of {tpl}, the tokens one load covers on {arch.name} "
+                      f"for head dim {inst.head_dim} (instance {inst.name})")
+            ok = False
+        ring = ""
+        if inst.uses_ring(arch):
+            ring = (f" (its shared-memory ring: {inst.waves} waves x {inst.stages} stages x "
+                    f"{inst.tokens_per_wave} tokens x head dim {inst.head_dim} x 4 bytes for K and V)")
+        if inst.dynamic_lds(arch) > arch.max_dynamic_lds_bytes:
+            ctx.error(vpath + ("knobs",), f"instance {inst.name} needs {inst.dynamic_lds(arch)} bytes of "
+                      f"LDS, more than the {arch.max_dynamic_lds_bytes} {arch.name} allows a workgroup at "
+                      f"launch{ring}")
+            ok = False
+        if inst.lds_bytes(arch) > arch.max_lds_bytes:
+            ctx.error(vpath + ("knobs",), f"instance {inst.name} needs {inst.lds_bytes(arch)} bytes of "
+                      f"LDS, more than the {arch.max_lds_bytes} {arch.name} allows{ring}")
+            ok = False
+    return ok
+
+
+def workspace(pack):
+    return {
+        "policy": "derived",
+        "description": "fp32, only when the plan splits the KV range (num_splits > 1): per sequence "
+                       "and KV head, group*max_sq*num_splits*(head_dim+1) floats",
+        "split": dict(pack.setting("split")),
+    }
+
+
+def kernel_context(inst, arch):
+    return {"dynamic_lds": inst.dynamic_lds(arch)}
+
+
+def dispatch_context(pack):
+    return {"split": dict(pack.setting("split")), "kernel_max_splits": MAX_SPLITS}
+
+
+FAMILY = Family(
+    name=NAME, axes=AXES, axis_defaults=AXIS_DEFAULTS, knobs=KNOBS, optional_knobs=OPTIONAL_KNOBS,
+    admit=ADMIT, pack_keys=PACK_KEYS,
+    check_variant=check_variant, expand=expand,
+    no_instance_reason="every axis combination is excluded or has no pinned heads pair",
+    metadata_types=METADATA_TYPES, entry_points=ENTRY_POINTS, kernargs=tuple(SIGNATURE),
+    graph_constraints=GRAPH_CONSTRAINTS, workspace=workspace,
+    kernel_template="attention_decode.hip.j2",
+    dispatch_source_template="attention_decode_dispatch.c.j2",
+    dispatch_header_template="attention_decode_dispatch.h.j2",
+    kernarg_expr=KERNARG_EXPR, kernel_context=kernel_context, dispatch_context=dispatch_context,
+)
