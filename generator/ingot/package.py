@@ -187,14 +187,14 @@ def print_census(pack_dirs):
             print(f"pack {kdp['name']}: {len(kdp['kernelDescriptors'])} kernels, archs {', '.join(archs)}, "
                   f"{len(rows)} entry points")
             # spill: registers spilled, to scratch or (AMD) to AGPRs; "in agpr" says how many went there
-            print(f"  {'kernel':58} {'arch':7} {'entry':6} {'regs':>5} {'sgpr':>5} {'spill':>6} {'in agpr':>7} "
+            print(f"  {'kernel':58} {'arch':7} {'entry':14} {'regs':>5} {'sgpr':>5} {'spill':>6} {'in agpr':>7} "
                   f"{'scratch':>8} {'lds':>7} {'dyn lds':>7} {'code':>7}")
             for _p, k, arch, entry, regs, sgpr, spill, scratch, lds, dyn, code, agpr_spill in rows:
-                print(f"  {k:58} {arch:7} {entry:6} {regs:>5} {sgpr!s:>5} {spill:>6} {agpr_spill:>7} {scratch:>8} "
+                print(f"  {k:58} {arch:7} {entry:14} {regs:>5} {sgpr!s:>5} {spill:>6} {agpr_spill:>7} {scratch:>8} "
                       f"{lds:>7} {dyn:>7} {code:>7}")
             for arch in archs:
                 worst = [r for r in rows if r[2] == arch]
-                print(f"  {arch}: {len(worst) // 2} kernels, max regs {max(r[4] for r in worst)}, "
+                print(f"  {arch}: {len({r[1] for r in worst})} kernels, max regs {max(r[4] for r in worst)}, "
                       f"spills {sum(r[6] for r in worst)} ({sum(r[11] for r in worst)} in AGPRs), scratch {sum(r[7] for r in worst)}, "
                       f"max lds {max(r[8] for r in worst)}, max dynamic lds {max(r[9] for r in worst)}")
             total += len(kdp["kernelDescriptors"])
