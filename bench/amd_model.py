@@ -3,8 +3,11 @@ per kernel and arch, from the packaged KDP (which the build read from each
 object's metadata note and disassembly): VGPRs (the AGPRs counted once: on
 gfx90a and later they are part of the VGPR file and .vgpr_count includes
 them), AGPRs and how many of them are spill space, SGPRs, waves per SIMD the
-registers allow, LDS, workgroups per CU, and the KV bytes a CU has in flight
-against what Little's law asks at the datasheet bandwidth.
+registers allow, LDS, workgroups per CU, the KV bytes a CU has in flight
+against what Little's law asks at the datasheet bandwidth, and (from the
+disassembly, where llvm-objdump-22 is installed) the share of the split loop's
+vector math that runs with a whole chunk's loads in flight. The uniform plan's
+split (entry point `split`); the balanced split runs the same loop.
 
     python3 bench/amd_model.py build/packs/attention_decode [--markdown]
 """
@@ -13,6 +16,14 @@ import argparse
 import glob
 import json
 import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "generator"))
+from ingot.codeobj import loop_pipeline, split_body  # noqa: E402
+
+OBJDUMP = shutil.which("llvm-objdump-22") or shutil.which("llvm-objdump")
 
 # Public figures (vendor datasheets): MI300X (gfx942) 5.3 TB/s over 304 CUs;
 # MI355X (gfx950) 8.0 TB/s over 256 CUs. Loaded HBM latency taken as 1-2 us.
@@ -20,6 +31,24 @@ MACHINES = {"gfx942": ("MI300X", 5.3e12, 304), "gfx950": ("MI355X", 8.0e12, 256)
 LATENCY_S = (1e-6, 2e-6)
 LDS_BYTES = {"gfx942": 65536, "gfx950": 163840}
 SIMDS, VGPRS_PER_LANE, VGPR_GRANULE, MAX_WAVES_PER_SIMD, WAVE = 4, 512, 8, 8, 64
+
+
+def chunk_loads(m):
+    """16-byte K and V loads of one wave's chunk: a token takes the next power of two
+    of D/8 lanes, so a 64-lane load holds 64 / that many tokens."""
+    lanes = 1
+    while lanes < m["head_dim"] // 8:
+        lanes *= 2
+    return 2 * m["tokens_per_wave"] // (WAVE // lanes)
+
+
+def pipeline_share(pack, kd, arch, obj):
+    """The share of the split loop's vector math with a chunk in flight, or None without objdump."""
+    if OBJDUMP is None:
+        return None
+    listing = subprocess.run([OBJDUMP, "-d", f"--mcpu={arch}", os.path.join(pack, obj["path"])], check=True,
+                             capture_output=True, text=True).stdout
+    return loop_pipeline(split_body(listing, kd["kernel_source"]["symbols"]["split"]), chunk_loads(kd["metadata"]))[0]
 
 
 def model(kd, arch, obj):
@@ -31,10 +60,10 @@ def model(kd, arch, obj):
     blocks = SIMDS * waves_per_simd // m["waves"]
     if r["lds"]:
         blocks = min(blocks, LDS_BYTES[arch] // r["lds"])
-    # In flight: the loop issues the next chunk's K and V loads at its bottom and
-    # waits for them at its top, before the math (docs/PERFORMANCE.md): one chunk
-    # of tokens_per_wave tokens x head_dim x 2 bytes x (K, V) per wave at most,
-    # and none while the math runs.
+    # In flight: the loop issues the next chunk's K and V loads before the math on
+    # the current one and waits for them after it (docs/design/kernel.md, clamped
+    # loads): one chunk of tokens_per_wave tokens x head_dim x 2 bytes x (K, V) per
+    # wave, through the math (the share column says how much of it).
     chunk = m["tokens_per_wave"] * m["head_dim"] * 2 * 2
     inflight = blocks * m["waves"] * chunk
     name, bw, cus = MACHINES[arch]
@@ -51,7 +80,9 @@ def rows_of(pack):
     for kd in kdp["kernelDescriptors"]:
         for arch, obj in sorted(kd["kernel_source"]["objects"].items()):
             if arch in MACHINES:
-                rows.append((kd["name"], arch, obj.get("code_object_version"), model(kd, arch, obj)))
+                x = model(kd, arch, obj)
+                x["pipeline"] = pipeline_share(pack, kd, arch, obj)
+                rows.append((kd["name"], arch, obj.get("code_object_version"), x))
     return rows
 
 
@@ -63,18 +94,22 @@ def main():
     rows = rows_of(a.pack)
     if a.markdown:
         print("| kernel | arch | VGPR (AGPRs in it) | AGPR (spill) | SGPR | waves/SIMD | LDS | workgroups/CU "
-              "| KV in flight per CU (peak) | needed at 1-2 us | HBM share the peak allows (2 us) |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+              "| KV in flight per CU (peak) | needed at 1-2 us | HBM share the peak allows (2 us) "
+              "| loop math with a chunk in flight |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for n, arch, _v, x in rows:
+            share = "-" if x["pipeline"] is None else f"{x['pipeline']:.0%}"
             print(f"| {n} | {arch} | {x['vgpr']} | {x['agpr']} ({x['agpr_spill']}) | {x['sgpr']} | "
                   f"{x['waves_per_simd']} | {x['lds']} | {x['blocks']} | {x['inflight'] // 1024} KiB | "
-                  f"{x['need'][0] / 1024:.0f}-{x['need'][1] / 1024:.0f} KiB ({x['machine']}) | {x['bound']:.0%} |")
+                  f"{x['need'][0] / 1024:.0f}-{x['need'][1] / 1024:.0f} KiB ({x['machine']}) | {x['bound']:.0%} | "
+                  f"{share} |")
     else:
         for n, arch, v, x in rows:
             print(f"{n:52} {arch:7} v{v} vgpr {x['vgpr']:3} agpr {x['agpr']:2} (spill {x['agpr_spill']:2}) "
                   f"sgpr {x['sgpr']:3} waves/SIMD {x['waves_per_simd']} lds {x['lds']:6} wg/CU {x['blocks']:2} "
                   f"in flight {x['inflight'] // 1024:4} KiB need {x['need'][0] / 1024:.0f}-{x['need'][1] / 1024:.0f} "
-                  f"KiB ({x['machine']}) bound {x['bound']:.0%}")
+                  f"KiB ({x['machine']}) bound {x['bound']:.0%}"
+                  + ("" if x["pipeline"] is None else f" pipeline {x['pipeline']:.0%}"))
 
 
 if __name__ == "__main__":

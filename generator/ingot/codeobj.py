@@ -235,3 +235,56 @@ def read_amd(path, readelf, objdump, mcpu):
             },
         }
     return kernels
+
+
+# ---- the split loop's load pipeline, read from an AMD disassembly ------------------
+# (test_built_pack checks every AMD split with it; bench/amd_model.py reports it)
+
+
+def split_body(listing, symbol):
+    """The disassembly (llvm-objdump -d) of one kernel symbol."""
+    return listing.split(f"<{symbol}>:", 1)[1].split("\n\n", 1)[0]
+
+
+_ISA_LINE = re.compile(r"^\s+([a-z_0-9]+)\b([^/]*)//\s*([0-9A-Fa-f]+):")
+_VMCNT = re.compile(r"vmcnt\((\d+)\)")
+
+
+def loop_pipeline(body, chunk_loads):
+    """(share, valu) for the disassembly of one AMD split: the share of the vector-ALU
+    instructions of its main loop (the backward branch whose range holds the most
+    16-byte loads) that run while at least chunk_loads 16-byte loads are in flight.
+    In program order through the loop body, twice (the second pass starts with what
+    the back edge leaves in flight); loads return in order, so after s_waitcnt
+    vmcnt(N) the newest N vector-memory loads may still be in flight."""
+    ins = []
+    for line in body.splitlines():
+        m = _ISA_LINE.match(line)
+        if m:
+            ins.append((int(m.group(3), 16), m.group(1), m.group(2).strip()))
+    best = None
+    for addr, op, args in ins:
+        m = re.match(r"(\d+)", args)
+        if not (op.startswith("s_cbranch_") or op == "s_branch") or not m:
+            continue
+        simm = int(m.group(1))
+        simm = simm - (1 << 16) if simm >= 1 << 15 else simm
+        if simm < 0:
+            span = [x for x in ins if addr + 4 + 4 * simm <= x[0] <= addr]
+            loads = sum(x[1] == "global_load_dwordx4" for x in span)
+            if best is None or loads > best[0]:
+                best = (loads, span)
+    if best is None or best[0] == 0:
+        return 0.0, 0
+    flight, valu, hidden = [], 0, 0  # flight: 1 per 16-byte load in flight, 0 per other load, oldest first
+    for rnd in range(2):
+        for _addr, op, args in best[1]:
+            if op.startswith(("global_load", "buffer_load")):
+                flight.append(1 if op.endswith("dwordx4") else 0)
+            elif op == "s_waitcnt" and _VMCNT.search(args):
+                n = int(_VMCNT.search(args).group(1))
+                flight = flight[len(flight) - n:] if n < len(flight) else flight
+            elif op.startswith("v_") and rnd == 1:
+                valu += 1
+                hidden += sum(flight) >= chunk_loads
+    return (hidden / valu if valu else 0.0), valu
