@@ -135,33 +135,17 @@ INGOT_DEVICE void merge_compact(INGOT_AD_PARAMS) {
 // plan's (`merge`).
 template <class T, bool kBalanced>
 INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
+  MergeTrace<T, kBalanced> trace;  // knob `trace`: the phases' stamps (nothing without it)
+  trace.stamp(kMergeStart);
   // Launched programmatically, this grid may start before the split grid ends.
   // Once it has, the next grid in the stream may be scheduled: it waits for
   // this one's completion in turn.
-  unsigned long long mns[3] = {}, mclk[3] = {};  // knob `trace`
-  if constexpr (T::kTrace) stamp_after(0, mns[0], mclk[0]);
   grid_dependency_wait();
-  if constexpr (T::kTrace) stamp_after(0, mns[1], mclk[1]);
+  trace.stamp(kMergeWaited);
   launch_dependents();
-  // Knob `trace`: this workgroup's record, once its work is issued.
-  auto trace_end = [&]() {
-    if constexpr (T::kTrace) {
-      stamp_after(0, mns[2], mclk[2]);
-      if (thread_id() == 0 && workspace != nullptr && !kBalanced) {
-        const long long split_blocks = (long long)row_blocks<T>(group, sq) * num_kv_heads * num_splits * grid_z();
-        const long long index = ((long long)block_z() * grid_y() + block_y()) * grid_x() + block_x();
-        unsigned long long *rec =
-            trace_base<T>(workspace, num_kv_heads, num_splits, group * sq) + 16 * split_blocks + 8 * index;
-        rec[0] = sm_id();
-        rec[1] = (unsigned long long)index;
-#pragma unroll
-        for (int i = 0; i < 3; ++i) rec[2 + i] = mns[i], rec[5 + i] = mclk[i];
-      }
-    }
-  };
   if (num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS) {
     merge_compact<T, kBalanced>(INGOT_AD_ARGS);
-    trace_end();
+    trace.end(workspace, group, sq, num_kv_heads, num_splits);
     return;
   }
   constexpr int D = T::kHeadDim, kCols = T::kMergeCols, kQuads = kCols / 4, kGroups = T::kMergeThreads / kQuads;
@@ -237,7 +221,7 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
     store_row<T>(o, lse, b, hkv, row_pos(row, group), c0 + tid, out, sh.lse2, sq, num_kv_heads, group, o_stride_b,
                  o_stride_h, o_stride_s, flags);
   }
-  trace_end();
+  trace.end(workspace, group, sq, num_kv_heads, num_splits);
 }
 
 }  // namespace ingot

@@ -75,10 +75,10 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
   const SplitBlock blk = split_block<T>(group, sq, num_kv_heads);  // grid x as in the SIMT path
   const int row0 = blk.row0, hkv = blk.hkv, split = blk.split;
   const int b = pc != nullptr ? pc->b : block_z();
-  unsigned long long tns[6] = {}, tclk[6] = {};  // knob `trace`: the phases' stamps
-  if constexpr (T::kTrace) stamp_after(0, tns[0], tclk[0]);
+  SplitTrace<T> trace;  // knob `trace`: the phases' stamps (nothing without it)
+  trace.stamp(kSplitStart);
   grid_dependency_wait();  // as in the SIMT path
-  if constexpr (T::kTrace) stamp_after(0, tns[1], tclk[1]);
+  trace.stamp(kSplitWaited);
   // Fragment positions: K of token 8u + g, chunks qd + 4j; V of tokens
   // 16p + 2qd + (t & 1) + 8(t >> 1), chunks g + 8cc.
   auto v_token = [&](int p, int t) { return 16 * p + 2 * qd + (t & 1) + 8 * (t >> 1); };
@@ -102,10 +102,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
     qa[2 * j][1] = qa[2 * j][3] = qa[2 * j + 1][1] = qa[2 * j + 1][3] = 0u;
   }
   const Lengths seg = pc != nullptr ? pc->seg : segment<T>(seq_lens, b, capacity, split, num_splits);
-  if constexpr (T::kTrace) {  // after q's loads are issued: waits for the length only
-    stamp_after(seg.end, tns[2], tclk[2]);
-    tns[3] = tns[2], tclk[3] = tclk[2];  // no chunk: the first chunk's stamp is the length's
-  }
+  trace.length_known(seg.end);  // after q's loads are issued: waits for the length only
   const float qscale = scale * kLog2e;
   const int limit = row_ok ? row_limit(rp, seg.valid, sq, flags) : 0;
 
@@ -236,8 +233,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
       load_chunk(tok0 + T::kTile, kn, vn);
       consume(
           tok0, [&](int u, int j) { return kw[u][j]; }, [&](int p, int t, int cc) { return vw[p][t][cc]; });
-      if constexpr (T::kTrace)
-        if (tile == seg.begin) stamp_after((int)float_to_bits(run_max), tns[3], tclk[3]);
+      trace.chunk_done(tile == seg.begin, run_max);
 #pragma unroll
       for (int u = 0; u < NU; ++u)
 #pragma unroll
@@ -300,15 +296,14 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
           [&](int p, int t, int cc) {
             return *reinterpret_cast<const u32x4 *>(v_at(stage, v_token(p, t), g + 8 * cc));
           });
-      if constexpr (T::kTrace)
-        if (tile == seg.begin) stamp_after((int)float_to_bits(run_max), tns[3], tclk[3]);
+      trace.chunk_done(tile == seg.begin, run_max);
       slot = slot == NS - 1 ? 0 : slot + 1;
     }
     async_wait<0>();
     sync_block();  // every wave is past its ring: the results may reuse it
   }
 
-  if constexpr (T::kTrace) stamp_after((int)float_to_bits(run_sum), tns[4], tclk[4]);
+  trace.stamp(kSplitLoopDone, run_sum);
   // The quad's partial sums of row g; lane (g, qd) holds columns 2qd + e of each n tile.
   run_sum += shfl_xor(run_sum, 1);
   run_sum += shfl_xor(run_sum, 2);
@@ -331,17 +326,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
   // would let waiting merge workgroups take slots from a second split wave.
   launch_dependents();
   finish_split<T>(sh, tid, b, hkv, split, row0, pc, INGOT_AD_ARGS);
-  if constexpr (T::kTrace) {
-    stamp_after(0, tns[5], tclk[5]);
-    if (tid == 0 && workspace != nullptr && pc == nullptr) {  // no records in a balanced plan
-      unsigned long long *rec =
-          trace_base<T>(workspace, num_kv_heads, num_splits, group * sq) + 16 * ((long long)block_z() * grid_x() + block_x());
-      rec[0] = sm_id();
-      rec[1] = (unsigned long long)(seg.end - seg.begin);
-#pragma unroll
-      for (int i = 0; i < 6; ++i) rec[2 + i] = tns[i], rec[8 + i] = tclk[i];
-    }
-  }
+  trace.end(tid, pc == nullptr, seg, workspace, num_kv_heads, num_splits, group * sq);
 }
 
 }  // namespace ingot

@@ -24,6 +24,90 @@ INGOT_DEVICE unsigned long long *trace_base(float *workspace, int num_kv_heads, 
       workspace + workspace_block<T>(grid_z(), 0, num_kv_heads, num_splits, rows_total));
 }
 
+// The phases a workgroup stamps, in the order of its record.
+enum SplitPhase { kSplitStart, kSplitWaited, kSplitLength, kSplitFirstChunk, kSplitLoopDone, kSplitEnd, kSplitPhases };
+enum MergePhase { kMergeStart, kMergeWaited, kMergeEnd, kMergePhases };
+
+// Off (T::kTrace 0): no state, and every call is empty (its arguments are plain
+// values, so nothing of them is left either). Knob `trace` needs the NVIDIA
+// layer's timers: on, these are the specializations below.
+template <class T, bool kOn = T::kTrace>
+struct SplitTrace {
+  static_assert(!kOn, "knob trace: NVIDIA archs only");
+  INGOT_DEVICE void stamp(int, int = 0) {}
+  INGOT_DEVICE void stamp(int, float) {}
+  INGOT_DEVICE void length_known(int) {}
+  INGOT_DEVICE void chunk_done(bool, float) {}
+  INGOT_DEVICE void end(int, bool, const Lengths &, float *, int, int, int) {}
+};
+
+template <class T, bool kBalanced, bool kOn = T::kTrace>
+struct MergeTrace {
+  static_assert(!kOn, "knob trace: NVIDIA archs only");
+  INGOT_DEVICE void stamp(int) {}
+  INGOT_DEVICE void end(float *, int, int, int, int) {}
+};
+
+#if INGOT_ARCH_NVIDIA
+// A workgroup's stamps: global-timer ns and SM cycles, each read once `dep` is
+// available (stamp_after). (clk before ns: in this order the traced kernels
+// compile to the code they had before the helper; the other differs in one
+// register move.)
+template <int N>
+struct TraceStamps {
+  unsigned long long clk[N] = {}, ns[N] = {};
+  INGOT_DEVICE void stamp(int phase, int dep = 0) { stamp_after(dep, ns[phase], clk[phase]); }
+  INGOT_DEVICE void stamp(int phase, float dep) { stamp(phase, (int)float_to_bits(dep)); }
+};
+
+template <class T>
+struct SplitTrace<T, true> : TraceStamps<kSplitPhases> {
+  using TraceStamps<kSplitPhases>::stamp;
+  // Once the segment's end is known (it waits for the length only). The first
+  // chunk's stamp is the length's until a chunk is done.
+  INGOT_DEVICE void length_known(int seg_end) {
+    stamp(kSplitLength, seg_end);
+    ns[kSplitFirstChunk] = ns[kSplitLength], clk[kSplitFirstChunk] = clk[kSplitLength];
+  }
+  // After a chunk (first: it was the segment's first), once its results (dep) are.
+  INGOT_DEVICE void chunk_done(bool first, float dep) {
+    if (first) stamp(kSplitFirstChunk, dep);
+  }
+  // The workgroup's end, and its record from thread 0 (uniform: pc == nullptr;
+  // a balanced plan writes no records).
+  INGOT_DEVICE void end(int tid, bool uniform, const Lengths &seg, float *workspace, int num_kv_heads,
+                        int num_splits, int rows_total) {
+    stamp(kSplitEnd);
+    if (tid == 0 && workspace != nullptr && uniform) {
+      unsigned long long *rec =
+          trace_base<T>(workspace, num_kv_heads, num_splits, rows_total) + 16 * ((long long)block_z() * grid_x() + block_x());
+      rec[0] = sm_id();
+      rec[1] = (unsigned long long)(seg.end - seg.begin);
+#pragma unroll
+      for (int i = 0; i < 6; ++i) rec[2 + i] = ns[i], rec[8 + i] = clk[i];
+    }
+  }
+};
+
+template <class T, bool kBalanced>
+struct MergeTrace<T, kBalanced, true> : TraceStamps<kMergePhases> {
+  // The workgroup's end and its record, once its work is issued (none in a balanced plan).
+  INGOT_DEVICE void end(float *workspace, int group, int sq, int num_kv_heads, int num_splits) {
+    stamp(kMergeEnd);
+    if (thread_id() == 0 && workspace != nullptr && !kBalanced) {
+      const long long split_blocks = (long long)row_blocks<T>(group, sq) * num_kv_heads * num_splits * grid_z();
+      const long long index = ((long long)block_z() * grid_y() + block_y()) * grid_x() + block_x();
+      unsigned long long *rec =
+          trace_base<T>(workspace, num_kv_heads, num_splits, group * sq) + 16 * split_blocks + 8 * index;
+      rec[0] = sm_id();
+      rec[1] = (unsigned long long)index;
+#pragma unroll
+      for (int i = 0; i < 3; ++i) rec[2 + i] = ns[i], rec[5 + i] = clk[i];
+    }
+  }
+};
+#endif
+
 }  // namespace ingot
 
 #endif  // INGOT_AD_TRACE_H
