@@ -1,8 +1,9 @@
 // ingot_ad_split_mma.h: the tensor-core split kernel (decode_split_mma; sm_90:
 // mma.sync.m16n8k16, and cp.async for knob `stages`) and what only it uses: the
 // shared-memory ring (SplitSmem) and the split's static or dynamic shared memory
-// (split_smem). NVIDIA only: ingot_ad_split.h includes it where the arch has
-// tensor cores, so the AMD archs neither parse it nor need its primitives.
+// (split_smem). NVIDIA only: ingot_ad_split.h includes it where the arch layer
+// has the tensor cores' primitives (sm_90; the sm_90_w64 emulation parses it but
+// runs the SIMT path), so the AMD archs neither parse it nor declare them.
 #ifndef INGOT_AD_SPLIT_MMA_H
 #define INGOT_AD_SPLIT_MMA_H
 

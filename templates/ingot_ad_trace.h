@@ -13,17 +13,6 @@
 
 namespace ingot {
 
-// Knob `trace`: the records sit past the partials of every (sequence, KV head),
-// 16 words per split workgroup (sm, tokens, then global-timer ns and SM cycles at
-// its start, after the wait, once the length is known, after its first chunk,
-// after its loop, at its end), then 8 per merge workgroup (sm, index, then ns and
-// cycles at its start, after the wait, at its end). Written only with a workspace.
-template <class T>
-INGOT_DEVICE unsigned long long *trace_base(float *workspace, int num_kv_heads, int num_splits, int rows_total) {
-  return reinterpret_cast<unsigned long long *>(
-      workspace + workspace_block<T>(grid_z(), 0, num_kv_heads, num_splits, rows_total));
-}
-
 // The phases a workgroup stamps, in the order of its record.
 enum SplitPhase { kSplitStart, kSplitWaited, kSplitLength, kSplitFirstChunk, kSplitLoopDone, kSplitEnd, kSplitPhases };
 enum MergePhase { kMergeStart, kMergeWaited, kMergeEnd, kMergePhases };
@@ -49,6 +38,17 @@ struct MergeTrace {
 };
 
 #if INGOT_ARCH_NVIDIA
+// Knob `trace`: the records sit past the partials of every (sequence, KV head),
+// 16 words per split workgroup (sm, tokens, then global-timer ns and SM cycles at
+// its start, after the wait, once the length is known, after its first chunk,
+// after its loop, at its end), then 8 per merge workgroup (sm, index, then ns and
+// cycles at its start, after the wait, at its end). Written only with a workspace.
+template <class T>
+INGOT_DEVICE unsigned long long *trace_base(float *workspace, int num_kv_heads, int num_splits, int rows_total) {
+  return reinterpret_cast<unsigned long long *>(
+      workspace + workspace_block<T>(grid_z(), 0, num_kv_heads, num_splits, rows_total));
+}
+
 // A workgroup's stamps: global-timer ns and SM cycles, each read once `dep` is
 // available (stamp_after). (clk before ns: in this order the traced kernels
 // compile to the code they had before the helper; the other differs in one
