@@ -116,7 +116,7 @@ class Kernel:
         return (s * rb * hkv, 1, B), (mx, hkv, B)
 
     def trace_words(self, B, hkv, s):
-        """The trace records' 64-bit words (header: trace_base): 16 per split workgroup, 8 per merge one."""
+        """The trace records' 64-bit words (templates/ingot_ad_trace.h: trace_base): 16 per split workgroup, 8 per merge one."""
         (sx, _, _), (mx, _, _) = self.grids(B, hkv, s)
         return 16 * sx * B, 8 * mx * hkv * B
 

@@ -1,10 +1,13 @@
 // ingot_arch.h: the only arch-specific device code of ingot's kernels.
 //
-// Everything here exists twice: once for AMDGPU (clang's HIP device compile
-// with -nogpuinc, so no hip_runtime.h: builtins only) and once for NVIDIA
-// (nvcc). Every line on the AMD side compiles but never runs in this project's
-// CI, so this file stays as small as the algorithm allows: wave size, ids,
-// shuffles, barriers, 16-byte loads, exp2/log2 and half-precision conversions.
+// What every arch's kernels use exists twice: once for AMDGPU (clang's HIP
+// device compile with -nogpuinc, so no hip_runtime.h: builtins only) and once
+// for NVIDIA (nvcc). Every line on the AMD side compiles but never runs in this
+// project's CI, so this file stays as small as the algorithm allows: wave size,
+// ids, shuffles, barriers, 16-byte loads, exp2/log2 and half-precision
+// conversions. The tensor-core path's primitives (mma.sync, byte permutes,
+// cp.async, dynamic shared memory) and knob `trace`'s timers exist on the NVIDIA
+// side only, as do their users (ingot_ad_split_mma.h, ingot_ad_trace.h).
 #ifndef INGOT_ARCH_H
 #define INGOT_ARCH_H
 
@@ -80,32 +83,17 @@ INGOT_DEVICE int load_dep(const int *p) { return *p; }
 INGOT_DEVICE float load_dep(const float *p) { return *p; }
 INGOT_DEVICE u32x4 load16_dep_if(const void *p, bool pred) { return load16_if(p, pred); }
 INGOT_DEVICE int load_dep_if(const int *p, bool pred) { return pred ? *p : 0; }
-constexpr bool kHasMma16816 = false;  // the tensor-core path is NVIDIA's; AMD runs the SIMT path
+// The tensor-core path is NVIDIA's (templates/ingot_ad_split_mma.h, which only an NVIDIA
+// compile includes, with the primitives it needs); AMD runs the SIMT path.
+constexpr bool kHasMma16816 = false;
 // The SIMT split kernel's K and V loads: unconditional, from addresses clamped
-// to the segment's tokens (templates/ingot_attention_decode.h, load_chunk), not
+// to the segment's tokens (templates/ingot_ad_split_simt.h, load_chunk), not
 // predicated: a load in an exec-masked branch makes the compiler's s_waitcnt
 // pessimistic at the join, and the register pipeline waits for every load.
 constexpr bool kClampedLoads = true;
 // Programmatic dependent launch is NVIDIA's; on AMD the merge simply follows the split.
 INGOT_DEVICE void grid_dependency_wait() {}
 INGOT_DEVICE void launch_dependents() {}
-// Declared so the tensor-core path parses; never instantiated on AMD.
-template <int DT>
-INGOT_DEVICE void mma16816(float (&c)[4], const u32 (&a)[4], u32 b0, u32 b1);
-template <int DT>
-INGOT_DEVICE u32 pack2(float lo, float hi);
-INGOT_DEVICE u32 byte_perm(u32 x, u32 y, u32 sel);
-INGOT_DEVICE void copy16_async(void *lds, const void *p, bool pred);
-INGOT_DEVICE void async_commit();
-template <int N>
-INGOT_DEVICE void async_wait();
-INGOT_DEVICE unsigned char *dynamic_lds(unsigned bytes);
-// Declared so the experiment knob `trace` parses; the generator allows it on NVIDIA archs only.
-INGOT_DEVICE void stamp_after(int dep, unsigned long long &ns, unsigned long long &clk);
-INGOT_DEVICE unsigned sm_id();
-INGOT_DEVICE int grid_x();
-INGOT_DEVICE int grid_y();
-INGOT_DEVICE int grid_z();
 INGOT_DEVICE float fast_exp2(float x) { return __builtin_amdgcn_exp2f(x); }
 INGOT_DEVICE float max32(float a, float b) { return __builtin_fmaxf(a, b); }
 INGOT_DEVICE float fast_rcp(float x) { return __builtin_amdgcn_rcpf(x); }
@@ -145,7 +133,7 @@ constexpr bool kClampedLoads = false;
 //   shared-memory writes before its reads, as the fences around AMD's
 //   wave_barrier do. Barrier 0 stays __syncthreads (sync_block).
 // A named barrier waits for all 64 threads, so every call must come from the
-// whole wave. In ingot_attention_decode.h every one does: the conditions around
+// whole wave. In the kernels (ingot_ad_*.h) every one does: the conditions around
 // them (the loop over the segment's tiles, the page lookahead's block switch,
 // the merge's tid < kWaveSize) are the same for the 64 lanes of a wave. The
 // workgroup must be whole waves, at most kEmulatedWaves of them (barrier ids
@@ -174,7 +162,7 @@ INGOT_DEVICE float shfl_xor(float v, int mask) {
 }
 // Lane src's v (as on AMD, src may differ from lane to lane).
 INGOT_DEVICE int shfl_idx(int v, int src) { return (int)wave_exchange((u32)v, src); }
-// The AMD archs' clamped loads (templates/ingot_attention_decode.h, load_chunk), so
+// The AMD archs' clamped loads (templates/ingot_ad_split_simt.h, load_chunk), so
 // that the load path that ships for gfx942 and gfx950 is the one that runs here.
 constexpr bool kClampedLoads = true;
 #endif

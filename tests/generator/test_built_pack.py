@@ -100,7 +100,7 @@ def static_violations(pack_dir, archs=AMD):
 # 256 at g8, 4 tokens a wave) hold more than 256 VGPRs of state and park values in AGPRs
 # (v_accvgpr moves, no MFMA) at one wave per SIMD: spills, though not to memory. 30-38 before
 # issue 22/26; up to 121 since the split loop keeps two chunks' K and V registers (the pipeline
-# that holds on AMD: ingot_attention_decode.h, load_chunk); 123 with the balanced split's path
+# that holds on AMD: ingot_ad_split_simt.h, load_chunk); 123 with the balanced split's path
 # inlined beside the uniform one (clang 22.1.8). Since the balanced split is an entry point of its
 # own: at most 120 in a uniform split, 121 in a balanced one (its prologue's scan). Not measured on
 # hardware (no AMD GPU here): fewer rows per workgroup on AMD is the open alternative. Any other

@@ -110,11 +110,11 @@ class DescriptorTest(unittest.TestCase):
                          {e: i for i, e in enumerate(udd["entry_points"])})
 
     def test_udd_signature_matches_the_kernel_parameter_list(self):
-        # The kernel's own parameter list (templates/ingot_attention_decode.h) is
+        # The kernel's own parameter list (templates/ingot_ad_params.h) is
         # what the compiler lays out; the UDD must say the same, name by name.
-        with open(os.path.join(REPO, "templates", "ingot_attention_decode.h"), encoding="utf-8") as f:
+        with open(os.path.join(REPO, "templates", "ingot_ad_params.h"), encoding="utf-8") as f:
             header = f.read()
-        m = re.search(r"#define INGOT_AD_PARAMS((?:[^\n]*\\\n)*[^\n]*)", header)
+        m = re.search(r"#define INGOT_AD_PARAMS(?=\s)((?:[^\n]*\\\n)*[^\n]*)", header)
         self.assertIsNotNone(m)
         params = [p.strip() for p in m.group(1).replace("\\\n", " ").split(",")]
         got = []

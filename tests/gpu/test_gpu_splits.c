@@ -33,7 +33,7 @@ static const char *bits_differ(const dh_case *c, const dh_case *p) {
 /* Long segments, paged: the sequences and heads fill the device, so the plan
  * keeps one segment per head and a wave walks 65 or more chunks of it. The
  * kernels read a wave's page-table entries 32 chunks at a time (ChunkPages in
- * templates/ingot_attention_decode.h), so this crosses at least two blocks with
+ * templates/ingot_ad_pages.h), so this crosses at least two blocks with
  * real tokens past the second switch; the benchmark's batched points do too,
  * but no other test did. The paged output must equal the contiguous one bit for
  * bit and both must match the reference. Returns the failures. */

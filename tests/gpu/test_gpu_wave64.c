@@ -198,7 +198,7 @@ static float from_bits(uint32_t u) {
   return f;
 }
 
-/* TransposeReduce<V, LPT/2, V> over one wave's 64 lanes, as ingot_attention_decode.h runs it. */
+/* TransposeReduce<V, LPT/2, V> over one wave's 64 lanes, as ingot_ad_split_simt.h runs it. */
 static void transpose_reduce(int V, int LPT, float x[64][32]) {
   float send[64][32], keep[64][32];
   int cur = V;

@@ -6,7 +6,9 @@
 // exchange slot exactly as the sm_90_w64 emulation does them (ingot_arch.h,
 // INGOT_EMULATE_WAVE64: AMD's ds_bpermute, lane index & 63). It defines
 // INGOT_ARCH_H, so the real header's body is skipped; include it first
-// (wave64_sim.cpp). Test code only: it proves the wave64 index math of the
+// (wave64_sim.cpp). Nor INGOT_ARCH_NVIDIA: as on AMD, the tensor-core split
+// (ingot_ad_split_mma.h) and knob `trace`'s records are not compiled, so none
+// of their primitives is needed here. Test code only: it proves the wave64 index math of the
 // kernels on any machine, not the GPU's instructions.
 #ifndef INGOT_WAVE64_SIM_ARCH_H
 #define INGOT_WAVE64_SIM_ARCH_H
@@ -95,19 +97,6 @@ INGOT_DEVICE u32x4 load16_dep_if(const void *p, bool pred) { return load16_if(p,
 INGOT_DEVICE int load_dep_if(const int *p, bool pred) { return pred ? *p : 0; }
 INGOT_DEVICE void grid_dependency_wait() {}
 INGOT_DEVICE void launch_dependents() {}
-// Declared so the tensor-core path and the trace knob parse; never instantiated here.
-template <int DT>
-void mma16816(float (&c)[4], const u32 (&a)[4], u32 b0, u32 b1);
-template <int DT>
-u32 pack2(float lo, float hi);
-u32 byte_perm(u32 x, u32 y, u32 sel);
-void copy16_async(void *lds, const void *p, bool pred);
-void async_commit();
-template <int N>
-void async_wait();
-unsigned char *dynamic_lds(unsigned bytes);
-void stamp_after(int dep, unsigned long long &ns, unsigned long long &clk);
-unsigned sm_id();
 INGOT_DEVICE float fast_exp2(float x) { return std::exp2(x); }
 INGOT_DEVICE float max32(float a, float b) { return std::fmax(a, b); }
 INGOT_DEVICE float fast_rcp(float x) { return 1.0f / x; }

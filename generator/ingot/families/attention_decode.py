@@ -1,7 +1,8 @@
 """The attention decode family: single-token (and speculative) decode over a
 contiguous or paged KV cache, split-KV, optional LSE. The algorithm lives in
-templates/ingot_attention_decode.h; this module describes it to the generator
-through FAMILY (the interface: ingot/families/__init__.py and family.py)."""
+templates/ingot_attention_decode.h (an umbrella over headers by concern,
+ingot_ad_*.h); this module describes it to the generator through FAMILY (the
+interface: ingot/families/__init__.py and family.py)."""
 
 from dataclasses import dataclass
 
@@ -93,7 +94,7 @@ SPLIT = Map({
 # The pack's `split`: the dispatch stub's split-KV policy (templates/attention_decode_dispatch.c.j2).
 PACK_KEYS = {"split": (SPLIT, False, {k: default for k, (_node, _req, default) in SPLIT.fields.items()})}
 
-# The kernarg signature of both entry points (templates/ingot_attention_decode.h,
+# The kernarg signature of every entry point (templates/ingot_ad_params.h,
 # INGOT_AD_PARAMS), in order; Family.signature() lays out their offsets.
 SIGNATURE = (
     [(n, "global_buffer", 8) for n in ("q", "k", "v", "o", "lse", "seq_lens", "page_table", "workspace")]
@@ -285,8 +286,9 @@ class Instance:
         return self.math == "auto" and self.stages > 0 and arch.vendor == "nvidia"
 
     def split_lds_bytes(self, arch):
-        """LDS of the split kernel: SplitShared, or the SplitSmem union with the
-        ring (in the header), at least as large as either, in 16-byte units."""
+        """LDS of the split kernel: SplitShared (ingot_ad_split_finish.h), or the
+        SplitSmem union with the ring (ingot_ad_split_mma.h), at least as large as
+        either, in 16-byte units."""
         split = 4 * self.waves * (self.tokens_per_wave * self.rows + 2 * self.rows + self.rows * self.head_dim)
         if self.uses_ring(arch):
             split = max(split, self.waves * self.stages * 2 * self.tokens_per_wave * self.mma_dim * ELEMENT_BYTES)
@@ -300,7 +302,7 @@ class Instance:
 
     def lds_bytes(self, arch):
         """Static LDS of the split kernel (when not dynamic) or of the merge kernel
-        (MergeShared), the larger."""
+        (MergeShared, ingot_ad_merge.h), the larger."""
         split = 0 if self.dynamic_lds(arch) else self.split_lds_bytes(arch)
         merge = 4 * (MAX_SPLITS + 1 + 4 * arch.wave_size // 8 * 32)  # MergeShared: 4 waves
         return max(split, merge)

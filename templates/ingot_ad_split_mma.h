@@ -1,0 +1,335 @@
+// ingot_ad_split_mma.h: the tensor-core split kernel (decode_split_mma; sm_90:
+// mma.sync.m16n8k16, and cp.async for knob `stages`) and what only it uses: the
+// shared-memory ring (SplitSmem) and the split's static or dynamic shared memory
+// (split_smem). NVIDIA only: ingot_ad_split.h includes it where the arch layer
+// has the tensor cores' primitives (sm_90; the sm_90_w64 emulation parses it but
+// runs the SIMT path), so the AMD archs neither parse it nor declare them.
+#ifndef INGOT_AD_SPLIT_MMA_H
+#define INGOT_AD_SPLIT_MMA_H
+
+#include "ingot_ad_addressing.h"
+#include "ingot_ad_pages.h"
+#include "ingot_ad_params.h"
+#include "ingot_ad_split_finish.h"
+#include "ingot_ad_trace.h"
+#include "ingot_ad_traits.h"
+#include "ingot_arch.h"
+
+#if !INGOT_ARCH_NVIDIA
+#error "the tensor-core split path is NVIDIA's (mma.sync, cp.async)"
+#endif
+
+namespace ingot {
+
+// The tensor-core path's shared-memory ring (kStages > 0): per wave and stage,
+// the chunk's K rows then its V rows, D elements each. The waves' results reuse
+// the same bytes once every wave is past its loop.
+template <class T>
+union alignas(16) SplitSmem {
+  SplitShared<T> fin;
+  u16 ring[T::kStages > 0 ? T::kWaves * T::kStages * 2 * T::kChunk * T::kMmaDim : 1];
+};
+
+// The split workgroup's shared memory: static, or dynamic when it is past the
+// static limit (T::kDynamicLds, the launch's size, at least sizeof SplitSmem).
+template <class T>
+INGOT_DEVICE SplitSmem<T> &split_smem() {
+  if constexpr (T::kDynamicLds > 0) {
+    static_assert(sizeof(SplitSmem<T>) <= (unsigned)T::kDynamicLds, "dynamic LDS smaller than the ring");
+    return *reinterpret_cast<SplitSmem<T> *>(dynamic_lds(T::kDynamicLds));
+  } else {
+    INGOT_SHARED SplitSmem<T> smem;
+    return smem;
+  }
+}
+
+// ---- split kernel, tensor-core path (sm_90) -------------------------------------
+// A wave takes 16 tokens per PV step. Lane l = 4g + q. QK: one m16n8k16 per 8
+// tokens and 16 elements of D; A = q (row g), B = K^T (token 8u + g, the 16-byte
+// chunks q + 4j of D: the k order of the dot product is free, so each lane
+// loads whole chunks). The accumulator then holds S[row g][token 8u + 2q + e],
+// which is exactly the A operand of PV for the same tokens: softmax needs only
+// the quad (lanes 4g..4g+3) to agree on a row max. PV: B = V (tokens 2q + {0,1,8,9}
+// of a 16-token step, column g of each 8-wide n tile); output column n of n
+// tile i is element d = 64*(i/8) + 8n + i%8, so V is read in 16-byte chunks
+// g + 8*cc and the B operand is two byte permutes away.
+template <class T>
+INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
+  // D: the padded head dim (T::kMmaDim); DC: the 16-byte chunks of a row that hold data.
+  constexpr int R = T::kRows, D = T::kMmaDim, DT = T::kDType, C = T::kChunk, NS = T::kStages;
+  constexpr int DC = T::kHeadDim / 8;
+  constexpr int NU = C / 8;     // QK n tiles of 8 tokens
+  constexpr int NKS = D / 16;   // QK k steps
+  constexpr int NKC = D / 32;   // 16-byte K chunks per token per lane
+  constexpr int NPV = C / 16;   // PV k steps of 16 tokens
+  constexpr int NDT = D / 8;    // PV n tiles
+  constexpr int NVC = D / 64;   // 16-byte V chunks per token per lane
+  constexpr int CPR = D / 8;    // 16-byte chunks per row of D
+  static_assert(T::kUseMma && kWaveSize == 32 && D % 64 == 0 && C % 16 == 0 && R <= 8, "mma path shape");
+  static_assert(NS == 0 || (C * CPR) % kWaveSize == 0, "ring copies: whole waves");
+  SplitSmem<T> &smem = split_smem<T>();
+  SplitShared<T> &sh = smem.fin;
+
+  const int tid = thread_id();
+  const int wave = tid / kWaveSize, lane = tid % kWaveSize;
+  const int g = lane >> 2, qd = lane & 3;
+  const SplitBlock blk = split_block<T>(group, sq, num_kv_heads);  // grid x as in the SIMT path
+  const int row0 = blk.row0, hkv = blk.hkv, split = blk.split;
+  const int b = pc != nullptr ? pc->b : block_z();
+  SplitTrace<T> trace;  // knob `trace`: the phases' stamps (nothing without it)
+  trace.stamp(kSplitStart);
+  grid_dependency_wait();  // as in the SIMT path
+  trace.stamp(kSplitWaited);
+  // Fragment positions: K of token 8u + g, chunks qd + 4j; V of tokens
+  // 16p + 2qd + (t & 1) + 8(t >> 1), chunks g + 8cc.
+  auto v_token = [&](int p, int t) { return 16 * p + 2 * qd + (t & 1) + 8 * (t >> 1); };
+  // A operand of QK: row g's chunks qd + 4j, as loaded (16-bit pairs); issued
+  // before the length's load so that the two round trips overlap.
+  const int row = row0 + g;
+  const RowPos rp = row_pos(row, group);
+  const int gq = rp.g, iq = rp.i;
+  const bool row_ok = g < R && iq < sq;
+  u32 qa[NKS][4];
+#pragma unroll
+  for (int j = 0; j < NKC; ++j) {
+    const char *qp = static_cast<const char *>(q) +
+                     2 * (b * q_stride_b + ((long long)hkv * group + gq) * q_stride_h +
+                          (long long)iq * q_stride_s + (qd + 4 * j) * 8);
+    const u32x4 w = load16_dep_if(qp, row_ok && qd + 4 * j < DC);
+    qa[2 * j][0] = w.x;
+    qa[2 * j][2] = w.y;
+    qa[2 * j + 1][0] = w.z;
+    qa[2 * j + 1][2] = w.w;
+    qa[2 * j][1] = qa[2 * j][3] = qa[2 * j + 1][1] = qa[2 * j + 1][3] = 0u;
+  }
+  const Lengths seg = pc != nullptr ? pc->seg : segment<T>(seq_lens, b, capacity, split, num_splits);
+  trace.length_known(seg.end);  // after q's loads are issued: waits for the length only
+  const float qscale = scale * kLog2e;
+  const int limit = row_ok ? row_limit(rp, seg.valid, sq, flags) : 0;
+
+  float run_max = kNegInf, run_sum = 0.f;
+  float acc[NDT][2];
+#pragma unroll
+  for (int i = 0; i < NDT; ++i) acc[i][0] = acc[i][1] = 0.f;
+
+  const char *kbase = static_cast<const char *>(k) + 2 * (hkv * k_stride_h);
+  const char *vbase = static_cast<const char *>(v) + 2 * (hkv * v_stride_h);
+  if (!T::kPaged) {
+    kbase += 2 * b * k_stride_b;
+    vbase += 2 * b * v_stride_b;
+  }
+  ChunkPages<T> pages(page_table, page_table_stride, b, page_size, seg, wave, lane);
+  // The element offset of a token within K or V, on its page when paged (page:
+  // its chunk's, or its own where pages are shorter than a chunk).
+  auto token_off = [&](int pos, long long page, bool small, long long sb, long long st) -> long long {
+    return T::kPaged ? pages.token_page(pos, page, small) * sb + (long long)(pos & (page_size - 1)) * st
+                     : (long long)pos * st;
+  };
+
+  // One chunk of C tokens at tok0 through the tensor cores: S = q K^T, one
+  // online-softmax rescale, O += P V. This lane's fragments come from kf(u, j)
+  // (token 8u + g, 16-byte chunk qd + 4j) and vf(p, t, cc) (token v_token(p, t),
+  // chunk g + 8cc): registers, or the ring, read where they are used so that a
+  // chunk of head dim 256 need not sit in registers whole.
+  auto consume = [&](int tok0, auto &&kf, auto &&vf) {
+    // S for row g, tokens 8u + 2qd + e.
+    float sc[NU][2];
+    float cmax = run_max;
+#pragma unroll
+    for (int u = 0; u < NU; ++u) {
+      float c[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int j = 0; j < NKC; ++j) {
+        const u32x4 w = kf(u, j);
+        mma16816<DT>(c, qa[2 * j], w.x, w.y);
+        mma16816<DT>(c, qa[2 * j + 1], w.z, w.w);
+      }
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int pos = tok0 + 8 * u + 2 * qd + e;
+        sc[u][e] = (pos < seg.end && pos < limit) ? c[e] * qscale : kNegInf;
+        cmax = max32(cmax, sc[u][e]);
+      }
+    }
+    // One rescale per chunk; the quad shares the row.
+    cmax = max32(cmax, shfl_xor(cmax, 1));
+    cmax = max32(cmax, shfl_xor(cmax, 2));
+    const float ref = cmax == kNegInf ? 0.f : cmax;
+    const float alpha = fast_exp2(run_max - ref);
+    run_max = cmax;
+    run_sum *= alpha;
+#pragma unroll
+    for (int i = 0; i < NDT; ++i) {
+      acc[i][0] *= alpha;
+      acc[i][1] *= alpha;
+    }
+    float pr[NU][2];
+#pragma unroll
+    for (int u = 0; u < NU; ++u)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        pr[u][e] = fast_exp2(sc[u][e] - ref);
+        run_sum += pr[u][e];
+      }
+
+    // O += P V, 16 tokens per step.
+#pragma unroll
+    for (int p = 0; p < NPV; ++p) {
+      const u32 pa[4] = {pack2<DT>(pr[2 * p][0], pr[2 * p][1]), 0u,
+                         pack2<DT>(pr[2 * p + 1][0], pr[2 * p + 1][1]), 0u};
+#pragma unroll
+      for (int cc = 0; cc < NVC; ++cc) {
+        const u32x4 v0 = vf(p, 0, cc), v1 = vf(p, 1, cc), v2 = vf(p, 2, cc), v3 = vf(p, 3, cc);
+#pragma unroll
+        for (int el = 0; el < 8; ++el) {
+          const int i = 8 * cc + el, wi = el / 2;
+          const u32 sel = (el & 1) ? 0x7632u : 0x5410u;
+          const u32 w0 = wi == 0 ? v0.x : wi == 1 ? v0.y : wi == 2 ? v0.z : v0.w;
+          const u32 w1 = wi == 0 ? v1.x : wi == 1 ? v1.y : wi == 2 ? v1.z : v1.w;
+          const u32 w2 = wi == 0 ? v2.x : wi == 1 ? v2.y : wi == 2 ? v2.z : v2.w;
+          const u32 w3 = wi == 0 ? v3.x : wi == 1 ? v3.y : wi == 2 ? v3.z : v3.w;
+          float c[4] = {acc[i][0], acc[i][1], 0.f, 0.f};
+          mma16816<DT>(c, pa, byte_perm(w0, w1, sel), byte_perm(w2, w3, sel));
+          acc[i][0] = c[0];
+          acc[i][1] = c[1];
+        }
+      }
+    }
+  };
+
+  if constexpr (NS == 0) {
+    // The next chunk's K and V are in flight in registers while this one is used.
+    // The wave's chunk at tok0.
+    auto load_chunk_as = [&](bool small, int tok0, u32x4 (&kw)[NU][NKC], u32x4 (&vw)[NPV][4][NVC]) {
+      const long long page = pages.page(tok0);
+#pragma unroll
+      for (int u = 0; u < NU; ++u) {
+        const int pos = tok0 + 8 * u + g;
+        const char *kp = kbase + 2 * token_off(pos, page, small, k_stride_b, k_stride_t) + qd * 16;
+#pragma unroll
+        for (int j = 0; j < NKC; ++j) kw[u][j] = load16_if(kp + j * 64, pos < seg.end && qd + 4 * j < DC);
+      }
+#pragma unroll
+      for (int p = 0; p < NPV; ++p)
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+          const int pos = tok0 + v_token(p, t);
+          const char *vp = vbase + 2 * token_off(pos, page, small, v_stride_b, v_stride_t) + g * 16;
+#pragma unroll
+          for (int cc = 0; cc < NVC; ++cc)
+            vw[p][t][cc] = load16_if(vp + cc * 128, pos < seg.end && g + 8 * cc < DC);
+        }
+    };
+    auto load_chunk = [&](int tok0, u32x4 (&kw)[NU][NKC], u32x4 (&vw)[NPV][4][NVC]) {
+      if (T::kPaged && pages.small)
+        load_chunk_as(true, tok0, kw, vw);
+      else
+        load_chunk_as(false, tok0, kw, vw);
+    };
+    u32x4 kw[NU][NKC], vw[NPV][4][NVC];
+    load_chunk(seg.begin + wave * C, kw, vw);
+    for (int tile = seg.begin; tile < seg.end; tile += T::kTile) {
+      const int tok0 = tile + wave * C;
+      u32x4 kn[NU][NKC], vn[NPV][4][NVC];
+      load_chunk(tok0 + T::kTile, kn, vn);
+      consume(
+          tok0, [&](int u, int j) { return kw[u][j]; }, [&](int p, int t, int cc) { return vw[p][t][cc]; });
+      trace.chunk_done(tile == seg.begin, run_max);
+#pragma unroll
+      for (int u = 0; u < NU; ++u)
+#pragma unroll
+        for (int j = 0; j < NKC; ++j) kw[u][j] = kn[u][j];
+#pragma unroll
+      for (int p = 0; p < NPV; ++p)
+#pragma unroll
+        for (int t = 0; t < 4; ++t)
+#pragma unroll
+          for (int cc = 0; cc < NVC; ++cc) vw[p][t][cc] = vn[p][t][cc];
+    }
+  } else {
+    // A ring of NS stages per wave; NS - 1 chunks are in flight while one is
+    // used. 16-byte chunk c of row t sits at c ^ f(t) (f below 8), so the
+    // fragment reads of a quarter wave hit 8 distinct bank groups: K rows
+    // alternate by 4, V rows by 2 * ((t >> 1) & 3).
+    u16 *ring = smem.ring + wave * NS * 2 * C * D;
+    auto k_at = [&](u16 *stage, int t, int c) { return stage + t * D + 8 * (c ^ ((t & 1) << 2)); };
+    auto v_at = [&](u16 *stage, int t, int c) { return stage + (C + t) * D + 8 * (c ^ (((t >> 1) & 3) << 1)); };
+    // Copies of one chunk: lane l takes chunks l + 32n of the chunk's C rows
+    // (whole rows per half wave: coalesced), K and V alike; zeros past the end.
+    // Head dim 256: the copies' addresses, unrolled, would take the registers the
+    // chunk's fragments need (ptxas spills 440 bytes).
+    constexpr int kIssueUnroll = D > 128 ? 1 : C * CPR / kWaveSize;
+    auto issue_as = [&](bool small, int slot, int tok0) {  // the wave's chunk at tok0
+      u16 *stage = ring + slot * 2 * C * D;
+      const long long page = pages.page(tok0);
+#pragma unroll kIssueUnroll
+      for (int n = 0; n < C * CPR / kWaveSize; ++n) {
+        const int i = lane + kWaveSize * n, t = i / CPR, c = i % CPR;
+        const int pos = tok0 + t;
+        const bool live = pos < seg.end && c < DC;
+        copy16_async(k_at(stage, t, c), kbase + 2 * token_off(pos, page, small, k_stride_b, k_stride_t) + c * 16, live);
+        copy16_async(v_at(stage, t, c), vbase + 2 * token_off(pos, page, small, v_stride_b, v_stride_t) + c * 16, live);
+      }
+    };
+    auto issue = [&](int slot, int tok0) {
+      if (T::kPaged && pages.small)
+        issue_as(true, slot, tok0);
+      else
+        issue_as(false, slot, tok0);
+    };
+#pragma unroll
+    for (int s = 0; s < NS - 1; ++s) {
+      const int tok0 = seg.begin + s * T::kTile + wave * C;
+      if (seg.begin + s * T::kTile < seg.end) issue(s, tok0);
+      async_commit();
+    }
+    int slot = 0;  // the stage this step uses; the chunk NS - 1 steps ahead goes to the one before it
+    for (int tile = seg.begin; tile < seg.end; tile += T::kTile) {
+      async_wait<NS - 2>();  // this thread's copies of this step have landed
+      sync_wave();           // ... and every lane's; the stage before is no longer read
+      const int ahead = tile + (NS - 1) * T::kTile;
+      if (ahead < seg.end) issue(slot == 0 ? NS - 1 : slot - 1, ahead + wave * C);
+      async_commit();
+      u16 *stage = ring + slot * 2 * C * D;
+      consume(
+          tile + wave * C,
+          [&](int u, int j) { return *reinterpret_cast<const u32x4 *>(k_at(stage, 8 * u + g, qd + 4 * j)); },
+          [&](int p, int t, int cc) {
+            return *reinterpret_cast<const u32x4 *>(v_at(stage, v_token(p, t), g + 8 * cc));
+          });
+      trace.chunk_done(tile == seg.begin, run_max);
+      slot = slot == NS - 1 ? 0 : slot + 1;
+    }
+    async_wait<0>();
+    sync_block();  // every wave is past its ring: the results may reuse it
+  }
+
+  trace.stamp(kSplitLoopDone, run_sum);
+  // The quad's partial sums of row g; lane (g, qd) holds columns 2qd + e of each n tile.
+  run_sum += shfl_xor(run_sum, 1);
+  run_sum += shfl_xor(run_sum, 2);
+  if (g < R) {
+#pragma unroll
+    for (int i = 0; i < NDT; ++i)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = 64 * (i / 8) + 8 * (2 * qd + e) + i % 8;
+        if (D == T::kHeadDim || col < T::kHeadDim) sh.wave_acc[wave][g][col] = acc[i][e];
+      }
+    if (qd == 0) {
+      sh.wave_max[wave][g] = run_max;
+      sh.wave_sum[wave][g] = run_sum;
+    }
+  }
+  // This workgroup's loads are done: the merge grid (launched programmatically)
+  // may be scheduled now instead of after the last exit; it waits for this
+  // grid's completion before it reads the workspace. Triggering at the start
+  // would let waiting merge workgroups take slots from a second split wave.
+  launch_dependents();
+  finish_split<T>(sh, tid, b, hkv, split, row0, pc, INGOT_AD_ARGS);
+  trace.end(tid, pc == nullptr, seg, workspace, num_kv_heads, num_splits, group * sq);
+}
+
+}  // namespace ingot
+
+#endif  // INGOT_AD_SPLIT_MMA_H

@@ -1,0 +1,107 @@
+// ingot_ad_traits.h: the compile-time shape of one attention decode kernel
+// instance (DecodeTraits, which the generated sources bind), the element types
+// (DType) and their conversion to and from fp32 (unpack8, pack1), and the
+// constants of the online softmax (scores are kept in log2 units).
+#ifndef INGOT_AD_TRAITS_H
+#define INGOT_AD_TRAITS_H
+
+#include "ingot_arch.h"
+#include "ingot_attention_decode_limits.h"
+
+namespace ingot {
+
+enum DType { kBF16 = 0, kFP16 = 1 };
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+constexpr float kNegInf = -__builtin_inff();
+
+// Knob `math`: the SIMT path everywhere, or tensor cores where the arch has them.
+enum Math { kMathSimt = 0, kMathAuto = 1 };
+
+// Compile-time shape of one kernel instance (the generator binds these).
+// The group (Hq / Hkv) is a runtime value (kernarg `group`): a workgroup holds
+// ROWS (query head, query token) rows of one KV head, row = token * group + head
+// in group, and group x Sq rows take ceil(group x Sq / ROWS) row blocks (rows
+// past group x Sq are padding that reads nothing and writes nothing).
+template <int DTYPE_, int HEAD_DIM_, int MAX_SQ_, int ROWS_, bool PAGED_, int WAVES_,
+          int TOKENS_PER_WAVE_, int OCCUPANCY_ = 0, int MATH_ = kMathSimt, int STAGES_ = 0,
+          int TRACE_ = 0, int DYNAMIC_LDS_ = 0>
+struct DecodeTraits {
+  // kMathAuto: tensor cores where the arch has them (sm_90: mma.sync), else the SIMT path.
+  static constexpr bool kUseMma = MATH_ == kMathAuto && kHasMma16816;
+  // The tensor-core path works in 64-element slices of D: other head dims are
+  // padded up (the chunks past D are neither loaded nor stored; zeros stand in).
+  static constexpr int kMmaDim = (HEAD_DIM_ + 63) / 64 * 64;
+  // Tensor-core path only: 0 keeps the next chunk in registers; N >= 2 streams K
+  // and V through an N-deep ring of shared-memory stages per wave (async copies).
+  static constexpr int kStages = kUseMma ? STAGES_ : 0;
+  static_assert(STAGES_ == 0 || (STAGES_ >= 2 && STAGES_ <= 8), "stages: 0 or 2..8");
+  // Bytes of dynamic shared memory the split kernel takes its ring and results
+  // from (0: static). The generator sets it where the ring is past the static
+  // limit, and the runtime launches the split with that much.
+  static constexpr int kDynamicLds = DYNAMIC_LDS_;
+  static_assert(DYNAMIC_LDS_ == 0 || kStages > 0, "dynamic shared memory: ring kernels only");
+  // Experiment (knob `trace`; tensor-core path, NVIDIA): each split and merge
+  // workgroup stamps its phases into a record past the workspace's partials
+  // (trace_base below; bench/kernel_probe.py --trace reads them).
+  static constexpr bool kTrace = TRACE_ != 0 && kUseMma;
+  static_assert(TRACE_ == 0 || TRACE_ == 1, "trace: 0 or 1");
+  static constexpr int kOccupancy = OCCUPANCY_;  // workgroups per CU the build aims for (0: no hint)
+  static constexpr int kDType = DTYPE_;
+  static constexpr int kHeadDim = HEAD_DIM_;
+  static constexpr int kMaxSq = MAX_SQ_;          // query tokens per sequence (speculative)
+  static constexpr int kRows = ROWS_;             // rows held by one workgroup
+  static constexpr bool kPaged = PAGED_;
+  static constexpr int kWaves = WAVES_;
+  static constexpr int kThreads = WAVES_ * kWaveSize;
+  static constexpr int kMergeThreads = INGOT_AD_MERGE_WAVES * kWaveSize;  // the merge kernel's
+  static constexpr int kVec = 8;                               // elements per 16-byte load
+  // D/8 lanes hold a token's elements, 8 each; a token takes the next power of
+  // two of lanes (LPT), the ones past D/8 idle (head dims 80, 96, 112, 160, 192).
+  static constexpr int kDataLanes = HEAD_DIM_ / kVec;
+  static constexpr int kLanesPerToken = kDataLanes <= 1 ? 1 : 2 << (31 - __builtin_clz(kDataLanes - 1));
+  static constexpr int kTokensPerLoad = kWaveSize / kLanesPerToken;
+  static constexpr int kChunk = TOKENS_PER_WAVE_;              // tokens per wave per step
+  static constexpr int kLoads = kChunk / kTokensPerLoad;       // loads of K (and V) per lane
+  static constexpr int kTile = kChunk * WAVES_;                // tokens per workgroup per step
+  static constexpr int kPartials = kLoads * kRows;             // q.k partials per lane
+  static constexpr int kMaxSplits = 256;                       // the plan never asks for more
+  static constexpr int kMergeCols = INGOT_AD_MERGE_COLS(HEAD_DIM_);  // the wide merge's columns per workgroup
+  static_assert(HEAD_DIM_ % 16 == 0 && kLanesPerToken <= kWaveSize, "head dim: a multiple of 16");
+  static_assert(kChunk % kTokensPerLoad == 0 && kLoads >= 1, "tokens per wave");
+  static_assert(ROWS_ >= 1 && ROWS_ <= 8, "rows");
+};
+
+// ---- element conversion ---------------------------------------------------
+
+template <int DT>
+INGOT_DEVICE void unpack8(const u32x4 &w, float (&f)[8]) {
+  const u32 words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if (DT == kBF16) {
+      f[2 * i] = bits_to_float(words[i] << 16);
+      f[2 * i + 1] = bits_to_float(words[i] & 0xffff0000u);
+    } else {
+      f[2 * i] = half_to_float((u16)(words[i] & 0xffffu));
+      f[2 * i + 1] = half_to_float((u16)(words[i] >> 16));
+    }
+  }
+}
+
+template <int DT>
+INGOT_DEVICE u16 pack1(float x) {
+  if (DT == kBF16) {
+    u32 u = float_to_bits(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (u16)((u >> 16) | 0x40u);  // quiet NaN
+    u += 0x7fffu + ((u >> 16) & 1u);                                       // nearest even
+    return (u16)(u >> 16);
+  } else {
+    return float_to_half(x);
+  }
+}
+
+}  // namespace ingot
+
+#endif  // INGOT_AD_TRAITS_H
