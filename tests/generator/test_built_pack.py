@@ -122,6 +122,42 @@ def unexpected_amd_spills(pack_dir):
     return out
 
 
+def amd_waves_per_simd(vgpr):
+    """Waves per SIMD the VGPRs allow (AGPRs included): 512 per lane, allocated in 8s, at most 8."""
+    return min(8, 512 // ((vgpr + 7) // 8 * 8))
+
+
+def amd_occupancy_promise(pack_dir):
+    """({rows: waves per SIMD} for the splits, waves per SIMD for the merges), as the comment of the
+    pack's config says (configs/attention_decode.yaml: "AMD occupancy promise")."""
+    config = load_kdp(pack_dir)["provenance"]["config"]
+    with open(config if os.path.isabs(config) else os.path.join(REPO, config), encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(r"^# AMD occupancy promise.*?split (rows \d+: \d+(?:, rows \d+: \d+)*); merge: (\d+)$", text,
+                  re.M | re.S)
+    if not m:
+        raise AssertionError(f"{config}: no 'AMD occupancy promise' comment")
+    return {int(r): int(w) for r, w in re.findall(r"rows (\d+): (\d+)", m.group(1))}, int(m.group(2))
+
+
+def amd_occupancy_problems(pack_dir):
+    """AMD entry points below the config's occupancy promise (or of a row count it does not name)."""
+    splits, merge = amd_occupancy_promise(pack_dir)
+    out = []
+    for kd in load_kdp(pack_dir)["kernelDescriptors"]:
+        rows = kd["metadata"]["rows"]
+        for arch, obj in sorted(kd["kernel_source"]["objects"].items()):
+            if arch not in AMD:
+                continue
+            for entry, r in sorted(obj["resources"].items()):
+                want = splits.get(rows) if entry.endswith("split") else merge
+                got = amd_waves_per_simd(r["vgpr"])
+                if want is None or got < want:
+                    out.append(f"{kd['name']} {arch} {entry}: {got} waves per SIMD ({r['vgpr']} VGPRs), "
+                               f"the config promises {want} for {rows} rows")
+    return out
+
+
 def code_object_version_problems(pack_dir):
     """AMD objects whose ELF header is not v5 (EI_ABIVERSION 3), or whose KDP says otherwise."""
     out = []
@@ -211,6 +247,26 @@ class BuiltPackTest(unittest.TestCase):
         known = static_violations(PACK)
         print(f"\n{len(known)} AMD entry points spill into AGPRs (the known SIMT kernels)", end=" ")
         self.assertTrue(all(line.endswith(" in AGPRs)") for line in known), known)
+
+    def test_amd_occupancy_is_what_the_config_promises(self):
+        splits, merge = amd_occupancy_promise(PACK)
+        self.assertEqual((splits, merge), ({1: 4, 4: 2, 8: 1}, 4))  # the comment as written
+        self.assertEqual(amd_occupancy_problems(PACK), [])
+
+    def test_an_amd_kernel_below_the_occupancy_promise_is_detected(self):
+        four, eight = "attention_decode_bf16_d128_g4_sq1_contig_w4t16_tc", "attention_decode_bf16_d128_g8_sq1_contig_w4t16_tc"
+
+        def mutate(kdp):
+            by_name = {kd["name"]: kd for kd in kdp["kernelDescriptors"]}
+            by_name[four]["kernel_source"]["objects"]["gfx942"]["resources"]["balanced_split"]["vgpr"] = 257
+            by_name[eight]["kernel_source"]["objects"]["gfx950"]["resources"]["merge"]["vgpr"] = 129
+            by_name[eight]["kernel_source"]["objects"]["gfx950"]["resources"]["split"]["vgpr"] = 512  # still 1 wave
+
+        with tempfile.TemporaryDirectory() as tmp:
+            dst = self._with_kdp(tmp, mutate)
+            self.assertEqual(amd_occupancy_problems(dst), [
+                f"{four} gfx942 balanced_split: 1 waves per SIMD (257 VGPRs), the config promises 2 for 4 rows",
+                f"{eight} gfx950 merge: 3 waves per SIMD (129 VGPRs), the config promises 4 for 8 rows"])
 
     def test_amd_code_objects_are_v5_as_the_kdp_says(self):
         self.assertEqual(code_object_version_problems(PACK), [])
