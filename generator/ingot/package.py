@@ -138,7 +138,11 @@ def _package(generated, objects, out, readelf, objdump, archs, quiet, dispatch_l
             kd["kernel_source"] = {"kind": "code_object", "symbols": src["symbols"], "objects": objs}
         if dispatch_library:
             os.makedirs(os.path.join(stage, "dispatch"))
-            shutil.copyfile(dispatch_library, os.path.join(stage, "dispatch", f"{udd['dispatch_symbol']}.so"))
+            rel = f"dispatch/{udd['dispatch_symbol']}.so"
+            shutil.copyfile(dispatch_library, os.path.join(stage, rel))
+            # The runtime loads the library only if its bytes hash to this (and a signature
+            # over the KDP then covers it too).
+            kdp["dispatch_library"] = {"path": rel, "sha256": _sha256_file(os.path.join(stage, rel))}
         # The descriptors as copied: the runtime refuses a folder whose files differ from these.
         kdp["descriptors"] = {name: _sha256_file(os.path.join(stage, name))
                               for name in sorted(os.listdir(stage)) if name.endswith(".json")}

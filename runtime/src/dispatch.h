@@ -100,11 +100,14 @@ typedef struct ingot_dispatch_entry {
 
 /* Registry (runtime/src/dispatch_registry.c): NULL when the symbol is unknown. */
 const ingot_dispatch_entry *ingot_dispatch_find(const char *symbol);
-/* The same, then the pack's own dispatch library <pack_dir>/dispatch/<symbol>.so
- * (none when signature_required). NULL when not found; why (may be NULL) then
- * says what was wrong with a library that is there, "" when there is none. */
+/* The same, then the pack's own dispatch library <pack_dir>/dispatch/<symbol>.so,
+ * loaded only when its bytes hash to sha256_hex (the KDP's dispatch_library
+ * record; NULL: none, and a library that is there is refused). NULL when not
+ * found; why (may be NULL) then says what was wrong with a library that is
+ * there, "" when there is none. */
+#define INGOT_MAX_DISPATCH_LIBRARY_BYTES ((uint64_t)64 << 20)
 const ingot_dispatch_entry *ingot_dispatch_find_in_pack(const char *symbol, const char *pack_dir,
-                                                        int signature_required, char *why, size_t why_size);
+                                                        const char *sha256_hex, char *why, size_t why_size);
 
 #ifdef __cplusplus
 }

@@ -56,7 +56,6 @@ typedef struct loader {
   json_t *entry_points; /* the KDP's UDD's entry_points, borrowed */
   ingot_pack *const *existing; /* the packs already open on the context */
   size_t num_existing;
-  int signature_required; /* a signing key was given: no dispatch library is loaded from the pack */
 } loader;
 
 static int fail(loader *L, ingot_status st, const char *file, const char *path, const char *fmt, ...)
@@ -577,12 +576,41 @@ static int check_umd(loader *L, const doc_entry *e, ingot_umd *out) {
   return 1;
 }
 
-static int check_udd(loader *L, const doc_entry *e, ingot_pack *pack) {
-  const char *symbol, *policy;
+/* The packaged KDP's record of the pack's dispatch library (`ingot build`):
+ * {"path": "dispatch/<dispatch_symbol>.so", "sha256": "<hex>"}. *sha: NULL when
+ * the KDP has none. */
+static int dispatch_library_record(loader *L, const ingot_pack *pack, const char *kdp, const char *symbol,
+                                   const char **sha) {
+  *sha = NULL;
+  json_t *rec = json_object_get(pack->kdp, "dispatch_library");
+  if (rec == NULL) return 1;
+  const char *path, *hex;
+  if (!json_is_object(rec))
+    return fail(L, INGOT_INVALID_PACK, kdp, "dispatch_library", "not an object (allowed: {\"path\": "
+                "\"dispatch/%s.so\", \"sha256\": \"<64 hex digits>\"})", symbol);
+  if (!get_string(L, kdp, rec, "dispatch_library", "path", &path) ||
+      !get_string(L, kdp, rec, "dispatch_library", "sha256", &hex))
+    return 0;
+  char want[160];
+  ingot_format(want, sizeof want, "dispatch/%s.so", symbol);
+  if (strcmp(path, want) != 0)
+    return fail(L, INGOT_INVALID_PACK, kdp, "dispatch_library.path", "\"%s\" (allowed: \"%s\", the UDD's "
+                "dispatch_symbol)", path, want);
+  if (!is_sha256_hex(hex))
+    return fail(L, INGOT_INVALID_PACK, kdp, "dispatch_library.sha256", "\"%s\" (allowed: 64 lowercase hex digits)",
+                hex);
+  *sha = hex;
+  return 1;
+}
+
+/* kdp_file: the KDP's, whose dispatch_library record the pack's own stub is checked against. */
+static int check_udd(loader *L, const doc_entry *e, const char *kdp_file, ingot_pack *pack) {
+  const char *symbol, *policy, *library_sha;
   int64_t kernarg_size;
   if (!get_string(L, e->file, e->doc, "", "dispatch_symbol", &symbol)) return 0;
+  if (!dispatch_library_record(L, pack, kdp_file, symbol, &library_sha)) return 0;
   char why[512];
-  pack->dispatch = ingot_dispatch_find_in_pack(symbol, L->dir, L->signature_required, why, sizeof why);
+  pack->dispatch = ingot_dispatch_find_in_pack(symbol, L->dir, library_sha, why, sizeof why);
   if (pack->dispatch == NULL && why[0])
     return fail(L, INGOT_INVALID_PACK, e->file, "dispatch_symbol", "\"%s\": %s", symbol, why);
   if (pack->dispatch == NULL)
@@ -1080,7 +1108,7 @@ static int check_kdp(loader *L, const doc_entry *kdp, ingot_pack *pack) {
   /* dispatch -> UDD */
   if (!get_string(L, file, kdp->doc, "", "dispatch", &s)) return 0;
   const doc_entry *udd = resolve(L, file, "dispatch", s, DOC_UDD);
-  if (udd == NULL || !check_udd(L, udd, pack)) return 0;
+  if (udd == NULL || !check_udd(L, udd, file, pack)) return 0;
   L->entry_points = json_object_get(udd->doc, "entry_points");
   /* graph matchers: KDP.matchers then the UED's */
   json_t *ms = get_string_list(L, file, kdp->doc, "", "matchers");
@@ -1179,7 +1207,6 @@ ingot_status ingot_pack_load(const char *pack_dir, ingot_pack *const *existing, 
   }
   pack->docs = L.docs;
   L.dir = pack->dir;
-  L.signature_required = signing_key != NULL;
   int ok = load_documents(&L, signing_key);
   /* every UMD first (kernels and the KDP point at them) */
   size_t num_umd = 0;
@@ -1190,16 +1217,18 @@ ingot_status ingot_pack_load(const char *pack_dir, ingot_pack *const *existing, 
     if (L.entries[i].kind == DOC_UMD) ok = check_umd(&L, &L.entries[i], &pack->umds[pack->num_umds++]);
   /* every UED, KMD, UDD in the folder is checked, referenced or not */
   const doc_entry *kdp = NULL;
+  for (size_t i = 0; i < L.num_entries; ++i)
+    if (L.entries[i].kind == DOC_KDP) kdp = &L.entries[i];
   for (size_t i = 0; ok && i < L.num_entries; ++i) {
     const doc_entry *e = &L.entries[i];
     const doc_entry *kmd = NULL;
     ingot_pack scratch;
-    if (e->kind == DOC_KDP) kdp = e;
-    else if (e->kind == DOC_UED) ok = check_ued(&L, e, &kmd);
+    if (e->kind == DOC_UED) ok = check_ued(&L, e, &kmd);
     else if (e->kind == DOC_KMD) ok = check_kmd(&L, e);
     else if (e->kind == DOC_UDD) {
       memset(&scratch, 0, sizeof scratch);
-      ok = check_udd(&L, e, &scratch);
+      scratch.kdp = kdp != NULL ? kdp->doc : NULL; /* its dispatch_library record */
+      ok = check_udd(&L, e, kdp != NULL ? kdp->file : e->file, &scratch);
     }
   }
   if (ok) {

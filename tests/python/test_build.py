@@ -10,6 +10,8 @@ source tree's configs/ writes into the current folder, not generated/.
 
 usage: test_build.py LIBINGOT INGOT_INSPECT [unittest args]"""
 
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -156,8 +158,16 @@ class BuildTest(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("is neither compiled into libingot, nor exported by the program, nor in the pack's "
                       "dispatch/ingot_provider_decode_dispatch.so", r.stderr)
+        # other bytes than the KDP records: refused before anything is loaded
+        recorded, junk = self.library_record(bad)["sha256"], b"\x7fELF not really"
         with open(so, "wb") as f:
-            f.write(b"\x7fELF not really")
+            f.write(junk)
+        r = self.match(bad)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(f"dispatch/ingot_provider_decode_dispatch.so: hashes to {hashlib.sha256(junk).hexdigest()}, "
+                      f"but the KDP records {recorded}", r.stderr)
+        # recorded, but no shared object / without the entry
+        self.library_record(bad, so)
         r = self.match(bad)
         self.assertEqual(r.returncode, 2)
         self.assertIn("dispatch/ingot_provider_decode_dispatch.so: cannot be loaded", r.stderr)
@@ -167,9 +177,29 @@ class BuildTest(unittest.TestCase):
             with open(src, "w") as f:
                 f.write("int ingot_something_else = 1;\n")
             subprocess.run([cc, "-shared", "-fPIC", "-o", so, src], check=True)
+            self.library_record(bad, so)
             r = self.match(bad)
             self.assertEqual(r.returncode, 2)
             self.assertIn("does not define the dispatch entry ingot_provider_decode_dispatch", r.stderr)
+        # a library the KDP does not record
+        shutil.copyfile(real, so)
+        self.library_record(bad, None)
+        r = self.match(bad)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("dispatch/ingot_provider_decode_dispatch.so: the KDP does not record the library", r.stderr)
+        # a record for another file name
+        self.library_record(bad, so)
+        kdp = self.kdp_path(bad)
+        with open(kdp, encoding="utf-8") as f:
+            doc = json.load(f)
+        doc["dispatch_library"]["path"] = "dispatch/other.so"
+        with open(kdp, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        r = self.match(bad)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn('dispatch_library.path: "dispatch/other.so" (allowed: "dispatch/ingot_provider_decode_dispatch.so"',
+                      r.stderr)
+        self.library_record(bad, so)  # the real library's record again
         # the folder itself a symbolic link to one holding the real library
         shutil.rmtree(os.path.join(bad, "dispatch"))
         os.symlink(os.path.join(self.pack_dir(), "dispatch"), os.path.join(bad, "dispatch"))
@@ -178,8 +208,27 @@ class BuildTest(unittest.TestCase):
         self.assertIn("dispatch/: not a folder (allowed: a folder holding ingot_provider_decode_dispatch.so, no "
                       "symbolic link)", r.stderr)
 
+    def kdp_path(self, pack):
+        return os.path.join(pack, f"{PACK}.kdp.json")
+
+    def library_record(self, pack, so=""):
+        """The KDP's dispatch_library record; with so, rewritten for that file's bytes (None: removed)."""
+        with open(self.kdp_path(pack), encoding="utf-8") as f:
+            doc = json.load(f)
+        if so == "":
+            return doc["dispatch_library"]
+        if so is None:
+            doc.pop("dispatch_library", None)
+        else:
+            with open(so, "rb") as f:
+                doc["dispatch_library"] = {"path": f"dispatch/{os.path.basename(so)}",
+                                           "sha256": hashlib.sha256(f.read()).hexdigest()}
+        with open(self.kdp_path(pack), "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        return doc.get("dispatch_library")
+
     @unittest.skipUnless(shutil.which("openssl"), "openssl not found")
-    def test_5_signed_context_loads_no_library(self):
+    def test_5_signed_context_checks_the_library(self):
         signed = os.path.join(self.tmp, "signed")
         shutil.copytree(self.pack_dir(), signed)
         priv, pub = os.path.join(self.tmp, "k.pem"), os.path.join(self.tmp, "k.pub.pem")
@@ -188,12 +237,17 @@ class BuildTest(unittest.TestCase):
         subprocess.run(["openssl", "pkey", "-in", priv, "-pubout", "-out", pub], check=True, capture_output=True)
         r = subprocess.run([INSPECT, "sign", "--key", priv, signed], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
+        # the KDP records the library's sha256, so the signature covers it: the signed pack opens
+        r = subprocess.run([INSPECT, "verify", "--key", pub, signed], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        # a library swapped after signing is refused, signature or not
+        so = os.path.join(signed, "dispatch", "ingot_provider_decode_dispatch.so")
+        with open(so, "ab") as f:
+            f.write(b"\0")
         r = subprocess.run([INSPECT, "verify", "--key", pub, signed], capture_output=True, text=True)
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn("a pack's dispatch library is not covered by its signature, and this context requires "
-                      "signed packs (allowed: link ingot_provider_decode_dispatch into the program)", r.stderr)
-        # the same pack unsigned-opened: fine (the control)
-        self.assertEqual(self.match(signed).returncode, 0)
+        self.assertIn("dispatch/ingot_provider_decode_dispatch.so: hashes to", r.stderr)
+        self.assertEqual(self.match(signed).returncode, 2)
 
     def test_6_bad_input(self):
         r = ingot("build", self.config, "--out", os.path.join(self.tmp, "o2"), "--archs", "gfx1100")
