@@ -18,6 +18,12 @@ nothing else from the tree or from build/:
 BUILD is $INGOT_BUILD_DIR, else build/ beside this file. Without a built
 libingot the wheel is pure Python (the generator only) and says so on stderr.
 An editable install (`pip install -e .`) adds generator/ to sys.path instead.
+
+The sdist (`python3 -m build --sdist`, or build_sdist) holds what building that
+pure wheel needs, under ingot-<version>/: pyproject.toml, setup_backend.py,
+README.md, PKG-INFO, and generator/ingot, templates/, schemas/, configs/ and the
+two headers as in the tree (sdist_files). The runtime, the packs and the
+kernels are built from the repository (make), not from the sdist.
 """
 
 import base64
@@ -26,8 +32,10 @@ import hashlib
 import os
 import re
 import stat
+import io
 import sys
 import sysconfig
+import tarfile
 import zipfile
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -107,6 +115,18 @@ def wheel_files():
     return files, native
 
 
+def sdist_files():
+    """(path inside ingot-<version>/, file path) of everything the sdist holds: the tree's files that
+    building the pure wheel reads (wheel_files without a build), and the build's own files."""
+    files = [(n, os.path.join(ROOT, n)) for n in ("pyproject.toml", "setup_backend.py", "README.md")]
+    files += _tree(os.path.join(ROOT, "generator", "ingot"), "generator/ingot", lambda rel: rel.endswith(".py"))
+    files += _tree(os.path.join(ROOT, "templates"), "templates")
+    files += _tree(os.path.join(ROOT, "schemas"), "schemas", lambda rel: rel.endswith(".schema.json"))
+    files += _tree(os.path.join(ROOT, "configs"), "configs", lambda rel: rel.endswith(".yaml"))
+    files += [(f"runtime/{rel}", os.path.join(ROOT, "runtime", rel)) for rel in ("include/ingot/ingot.h", "src/dispatch.h")]
+    return files
+
+
 def _tag(native):
     if not native:
         return "py3-none-any"
@@ -171,6 +191,29 @@ def get_requires_for_build_wheel(config_settings=None):
 
 def get_requires_for_build_editable(config_settings=None):
     return []
+
+
+def get_requires_for_build_sdist(config_settings=None):
+    return []
+
+
+def build_sdist(sdist_directory, config_settings=None):
+    """ingot-<version>.tar.gz: sdist_files() under ingot-<version>/, and PKG-INFO."""
+    version = _version()
+    base = f"{NAME}-{version}"
+    name = f"{base}.tar.gz"
+    os.makedirs(sdist_directory, exist_ok=True)
+    path = os.path.join(sdist_directory, name)
+    tmp = path + ".part"
+    entries = [(rel, _read(p)) for rel, p in sdist_files()]
+    entries.append(("PKG-INFO", _dist_info(version, False)["METADATA"].encode()))
+    with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for rel, data in sorted(entries):
+            info = tarfile.TarInfo(f"{base}/{rel}")
+            info.size, info.mtime, info.mode = len(data), 1577836800, 0o644  # 2020-01-01: reproducible
+            tar.addfile(info, io.BytesIO(data))
+    os.replace(tmp, path)
+    return name
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):

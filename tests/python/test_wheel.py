@@ -146,6 +146,44 @@ class WheelTest(unittest.TestCase):
         self.assertFalse([n for n in names if n.startswith(("ingot/lib/", "ingot/bin/", "ingot/share/packs/"))])
         self.assertIn("Root-Is-Purelib: true\nTag: py3-none-any\n", wheel_meta)
 
+    def test_the_sdist_builds_the_pure_wheel(self):
+        # the sdist holds the tree files the pure wheel is made of, and its own backend builds that wheel
+        import subprocess
+        import tarfile
+        with tempfile.TemporaryDirectory() as out:
+            name = load_backend().build_sdist(out)
+            self.assertEqual(name, "ingot-0.1.0.tar.gz")
+            with tarfile.open(os.path.join(out, name)) as tar:
+                members = tar.getmembers()
+                tar.extractall(out, filter="data") if hasattr(tarfile, "data_filter") else tar.extractall(out)
+            names = {m.name for m in members}
+            want = {"ingot-0.1.0/" + n for n in ("pyproject.toml", "setup_backend.py", "README.md", "PKG-INFO",
+                                                 "runtime/include/ingot/ingot.h", "runtime/src/dispatch.h")}
+            want |= tree(os.path.join(REPO, "generator", "ingot"), "ingot-0.1.0/generator/ingot",
+                         lambda r: r.endswith(".py"))
+            want |= tree(os.path.join(REPO, "templates"), "ingot-0.1.0/templates", lambda r: True)
+            want |= tree(os.path.join(REPO, "schemas"), "ingot-0.1.0/schemas", lambda r: r.endswith(".schema.json"))
+            want |= tree(os.path.join(REPO, "configs"), "ingot-0.1.0/configs", lambda r: r.endswith(".yaml"))
+            self.assertEqual(sorted(names ^ want), [])
+            self.assertTrue(all(m.isfile() and m.mode == 0o644 for m in members))
+            with open(os.path.join(out, "ingot-0.1.0", "PKG-INFO"), encoding="utf-8") as f:
+                self.assertIn("Name: ingot\nVersion: 0.1.0\n", f.read())
+            # the extracted sdist's backend, on its own (no build folder): the generator-only wheel
+            src, wheels = os.path.join(out, "ingot-0.1.0"), os.path.join(out, "wheels")
+            env = dict(os.environ, INGOT_BUILD_DIR=os.path.join(out, "no-build"))
+            r = subprocess.run([sys.executable, "-c", f"import setup_backend as b; print(b.build_wheel({wheels!r}))"],
+                               cwd=src, env=env, capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.strip(), "ingot-0.1.0-py3-none-any.whl")
+            with zipfile.ZipFile(os.path.join(wheels, r.stdout.strip())) as z:
+                built = set(z.namelist())
+        self.assertEqual(unexpected(sorted(built)), [])
+        self.assertIn("ingot/share/templates/attention_decode.hip.j2", built)
+        self.assertIn("ingot/share/include/ingot/dispatch/dispatch.h", built)
+        pure = {n for n in self.infos if not n.startswith(("ingot/lib/", "ingot/bin/", "ingot/share/packs/"))
+                and ".dist-info/" not in n}
+        self.assertEqual(sorted(pure ^ {n for n in built if ".dist-info/" not in n}), [])
+
     def test_checker_refuses_what_the_issue_found(self):
         # negative control: the libraries setuptools used to pick up from build/lib, a test pack, a cache
         for bad in ("libingot_static.a", "libingot_gputest.a", "libingot_testutil.a", "libingot.so.0",
