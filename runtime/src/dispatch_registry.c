@@ -76,13 +76,11 @@ static struct {
 static int g_num_loaded;
 static pthread_mutex_t g_loaded_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static const ingot_dispatch_entry *loaded_library(const char *sha256_hex, const char *symbol) {
-  const ingot_dispatch_entry *e = NULL;
-  pthread_mutex_lock(&g_loaded_mu);
-  for (int i = 0; i < g_num_loaded && e == NULL; ++i)
-    if (!strcmp(g_loaded[i].sha256, sha256_hex) && !strcmp(g_loaded[i].symbol, symbol)) e = g_loaded[i].entry;
-  pthread_mutex_unlock(&g_loaded_mu);
-  return e;
+/* The entry of a library loaded already, or NULL; g_loaded_mu held. */
+static const ingot_dispatch_entry *loaded_locked(const char *sha256_hex, const char *symbol) {
+  for (int i = 0; i < g_num_loaded; ++i)
+    if (!strcmp(g_loaded[i].sha256, sha256_hex) && !strcmp(g_loaded[i].symbol, symbol)) return g_loaded[i].entry;
+  return NULL;
 }
 
 /* Reads a regular file's bytes (at most INGOT_MAX_DISPATCH_LIBRARY_BYTES); 0 and why on failure. */
@@ -179,14 +177,14 @@ const ingot_dispatch_entry *ingot_dispatch_find_in_pack(const char *symbol, cons
     return refuse(why, why_size, "dispatch/%s: hashes to %s, but the KDP records %s (allowed: the library "
                   "packaged with the pack)", name, hex[0] ? hex : "(no digest)", sha256_hex);
   }
-  e = loaded_library(hex, symbol);
+  pthread_mutex_lock(&g_loaded_mu);
+  e = loaded_locked(hex, symbol);
+  const int room = g_num_loaded < MAX_PACK_LIBRARIES;
+  pthread_mutex_unlock(&g_loaded_mu);
   if (e != NULL) {
     free(bytes);
     return e;
   }
-  pthread_mutex_lock(&g_loaded_mu);
-  const int room = g_num_loaded < MAX_PACK_LIBRARIES;
-  pthread_mutex_unlock(&g_loaded_mu);
   if (!room) {
     free(bytes);
     return refuse(why, why_size, "dispatch/%s: %d pack dispatch libraries are loaded already (allowed: at most %d "
@@ -222,10 +220,8 @@ const ingot_dispatch_entry *ingot_dispatch_find_in_pack(const char *symbol, cons
     return refuse(why, why_size, "dispatch/%s: does not define the dispatch entry %s", name, symbol);
   }
   /* another thread may have loaded the same library meanwhile: keep the first */
-  const ingot_dispatch_entry *first = NULL;
   pthread_mutex_lock(&g_loaded_mu);
-  for (int i = 0; i < g_num_loaded && first == NULL; ++i)
-    if (!strcmp(g_loaded[i].sha256, hex) && !strcmp(g_loaded[i].symbol, symbol)) first = g_loaded[i].entry;
+  const ingot_dispatch_entry *first = loaded_locked(hex, symbol);
   if (first == NULL && g_num_loaded < MAX_PACK_LIBRARIES) {
     snprintf(g_loaded[g_num_loaded].sha256, sizeof g_loaded[g_num_loaded].sha256, "%s", hex);
     snprintf(g_loaded[g_num_loaded].symbol, sizeof g_loaded[g_num_loaded].symbol, "%s", symbol);
