@@ -1,5 +1,5 @@
-"""Decode attention on the H200: ingot (through libingot's plan/execute, via
-ctypes) side by side with PyTorch SDPA (cuDNN and flash backends), as
+"""Decode attention on the H200: ingot (through its Python API, ingot.DecodePlan
+on torch tensors) side by side with PyTorch SDPA (cuDNN and flash backends), as
 fractions of the measured copy bandwidth.
 
     python3 bench/decode.py --lib build/lib/libingot.so --pack build/packs/attention_decode --out DIR
@@ -27,8 +27,8 @@ import numpy as np
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime", "python"))
-from ingot_runtime import Runtime  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "generator"))
+import ingot  # noqa: E402  (the source tree's: --lib and --pack say which libingot and pack it opens)
 
 import targets  # noqa: E402  (bench/targets.py: this folder is sys.path[0] when run as a script)
 
@@ -135,6 +135,13 @@ def paged_sets(ks, vs, page_size, gen):
     return pools_k, pools_v, tables
 
 
+def point_done(res):
+    """After a point: its buffers (freed on return) go back to the device, so that the next point's
+    allocations see the same free memory whatever came before."""
+    torch.cuda.empty_cache()
+    return res
+
+
 def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling, calls=0, rounds=5, page_size=0):
     """One point. With page_size, ingot reads a paged cache (page pools and a page table) holding
     the same values, and the contiguous plan is timed beside it as 'contig'."""
@@ -148,51 +155,45 @@ def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling, calls=0, rounds=5, page_si
     o = torch.empty(B, Hq, 1, D, device="cuda", dtype=dt)
     lens = torch.full((B,), L, device="cuda", dtype=torch.int32)
     zero_lens = torch.zeros(B, device="cuda", dtype=torch.int32)
-    contig = ctx.plan(qs[0], ks[0], vs[0], o, lens, capacity=L)
-    contig_bufs = [contig.buffers(qs[i], ks[i], vs[i], o, lens) for i in range(nbuf)]
+    contig = ingot.DecodePlan(qs[0], ks[0], vs[0], lens, capacity=L, context=ctx)
+    run_contig = lambda i: contig.run(qs[i], ks[i], vs[i], lens, out=o)  # noqa: E731
     if page_size:
         if L % page_size:
             raise SystemExit(f"--paged {page_size}: L={L} is not a multiple of the page size")
         pks, pvs, tables = paged_sets(ks, vs, page_size, gen)
-        plan = ctx.plan(qs[0], pks[0], pvs[0], o, lens, capacity=L, page_table=tables[0])
-        bufs = [plan.buffers(qs[i], pks[i], pvs[i], o, lens, page_table=tables[i]) for i in range(nbuf)]
-        floor_bufs = [plan.buffers(qs[i], pks[i], pvs[i], o, zero_lens, page_table=tables[i]) for i in range(nbuf)]
+        plan = ingot.DecodePlan(qs[0], pks[0], pvs[0], lens, page_table=tables[0], capacity=L, context=ctx)
+        run = lambda i: plan.run(qs[i], pks[i], pvs[i], lens, page_table=tables[i], out=o)  # noqa: E731
+        run_floor = lambda i: plan.run(qs[i], pks[i], pvs[i], zero_lens, page_table=tables[i], out=o)  # noqa: E731
     else:
-        plan, bufs = contig, contig_bufs
-        floor_bufs = [plan.buffers(qs[i], ks[i], vs[i], o, zero_lens) for i in range(nbuf)]
-    ws = torch.empty(max(plan.workspace_size // 4, contig.workspace_size // 4, 1), device="cuda",
-                     dtype=torch.float32)
-    stream = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
+        plan, run = contig, run_contig
+        run_floor = lambda i: plan.run(qs[i], ks[i], vs[i], zero_lens, out=o)  # noqa: E731
 
     # Check before timing: poisoned output, fresh inputs, float64 reference.
     ref = reference(qs[0], ks[0], vs[0], lens.cpu())
 
-    def checked(p, b, what):
-        """Max error of plan p's execute on buffers b against ref; exits naming `what` if any is off."""
+    def checked(fn, what):
+        """Max error of fn(0) (a run into o) against ref; exits naming `what` if any is off."""
         o.fill_(float("nan"))
-        p.execute(b, ws, stream())
+        fn(0)
         torch.cuda.synchronize()
         err = (o.double() - ref).abs()
         if not bool((err <= ATOL + RTOL * ref.abs()).all()) or bool(torch.isnan(o).any()):
             raise SystemExit(f"ingot {what}output wrong at B={B} L={L}: max error {err.max().item():.4g}")
         return err.max().item()
 
-    max_err = checked(plan, bufs[0], "")
+    max_err = checked(run, "")
 
     res = {"B": B, "Hq": Hq, "Hkv": Hkv, "L": L, "layout": f"paged {page_size}" if page_size else "contiguous",
            "kernel": plan.kernel, "splits": plan.num_splits, "launches": plan.launches, "max_err": max_err,
            "kv_bytes": kv_bytes}
-    run = lambda i: plan.execute(bufs[i], ws, stream())  # noqa: E731
-    run_floor = lambda i: plan.execute(floor_bufs[i], ws, stream())  # noqa: E731
     for i in range(nbuf):
         run(i)
     res["ingot_call"] = time_per_call(run, nbuf, reps)
     calls = max(calls, nbuf)
     timers = {"ingot": GraphTimer(run, nbuf, calls), "floor": GraphTimer(run_floor, nbuf, calls)}
     if page_size:  # the contiguous plan on the same values, checked too
-        checked(contig, contig_bufs[0], "contiguous ")
+        checked(run_contig, "contiguous ")
         res["contig_kernel"], res["contig_splits"] = contig.kernel, contig.num_splits
-        run_contig = lambda i: contig.execute(contig_bufs[i], ws, stream())  # noqa: E731
         timers["contig"] = GraphTimer(run_contig, nbuf, calls)
 
     # Peers on their preferred layout [B, H, L, D], the same values.
@@ -232,11 +233,7 @@ def bench_point(ctx, B, Hq, Hkv, L, D, reps, ceiling, calls=0, rounds=5, page_si
     ratios = [min(per_round[p][r] for p in peers) / per_round["ingot"][r] for r in range(rounds)] if peers else []
     res["speedup_lo"] = min(ratios) if ratios else float("nan")
     res["speedup_hi"] = max(ratios) if ratios else float("nan")
-    del timers, qs, ks, vs, kp, vp, bufs, floor_bufs, contig_bufs, ref
-    if page_size:
-        del pks, pvs, tables
-    torch.cuda.empty_cache()
-    return res
+    return res  # its tensors and plans go with it; the caller empties the cache (point_done)
 
 
 # The model table (issue 22): the decode step of well-known models (per shard where
@@ -264,7 +261,7 @@ def run_models(ctx, a, ceiling):
         for b, l in MODEL_POINTS:
             if 2 * b * l * hkv * d * 2 > MODEL_MAX_KV_BYTES:
                 continue
-            r = bench_point(ctx, b, hq, hkv, l, d, a.reps, ceiling, a.calls, a.rounds, page_size=a.paged)
+            r = point_done(bench_point(ctx, b, hq, hkv, l, d, a.reps, ceiling, a.calls, a.rounds, page_size=a.paged))
             r["model"], r["D"] = name, d
             rows.append(r)
             print(f"{name:<32} {b:>3} {l:>6} | {r['ingot_graph']:>7.2f}us {r['ingot_bw']*100:>5.1f}% | "
@@ -323,26 +320,22 @@ def ragged_point(ctx, name, B, lens, reps, calls, rounds, hq=32, hkv=8, d=128):
     plans = {}
     for key, env in (("balanced", "1"), ("unbalanced", "0")):  # read by libingot at plan time
         os.environ["INGOT_BALANCE"] = env
-        plans[key] = ctx.plan(qs[0], ks[0], vs[0], o, lt, capacity=cap)
+        plans[key] = ingot.DecodePlan(qs[0], ks[0], vs[0], lt, capacity=cap, context=ctx)
     os.environ.pop("INGOT_BALANCE", None)
     ku = [k[:, :lu].contiguous() for k in ks[:2]]
     vu = [v[:, :lu].contiguous() for v in vs[:2]]
-    plans["uniform"] = ctx.plan(qs[0], ku[0], vu[0], o, lu_t, capacity=lu)
-    ws = torch.empty(max(p.workspace_size for p in plans.values()) // 4 + 1, device="cuda", dtype=torch.float32)
-    stream = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
+    plans["uniform"] = ingot.DecodePlan(qs[0], ku[0], vu[0], lu_t, capacity=lu, context=ctx)
     ref = reference(qs[0], ks[0], vs[0], [int(x) for x in lens])
     for key in ("balanced", "unbalanced"):
         o.fill_(float("nan"))
-        plans[key].execute(plans[key].buffers(qs[0], ks[0], vs[0], o, lt), ws, stream())
+        plans[key].run(qs[0], ks[0], vs[0], lt, out=o)
         torch.cuda.synchronize()
         err = (o.double() - ref).abs()
         if not bool((err <= ATOL + RTOL * ref.abs()).all()) or bool(torch.isnan(o).any()):
             raise SystemExit(f"ingot {key} output wrong on {name}: max error {err.max().item():.4g}")
-    bufs = {key: [plans[key].buffers(qs[i], ks[i], vs[i], o, lt) for i in range(nbuf)]
-            for key in ("balanced", "unbalanced")}
-    bufs["uniform"] = [plans["uniform"].buffers(qs[i % 2], ku[i % 2], vu[i % 2], o, lu_t) for i in range(nbuf)]
-    timers = {key: GraphTimer(lambda i, key=key: plans[key].execute(bufs[key][i], ws, stream()), nbuf, max(calls, nbuf))
-              for key in plans}
+    runs = {key: (lambda i, p=plans[key]: p.run(qs[i], ks[i], vs[i], lt, out=o)) for key in ("balanced", "unbalanced")}
+    runs["uniform"] = lambda i: plans["uniform"].run(qs[i % 2], ku[i % 2], vu[i % 2], lu_t, out=o)
+    timers = {key: GraphTimer(runs[key], nbuf, max(calls, nbuf)) for key in plans}
     per_round = {k: [] for k in timers}
     for _ in range(rounds):
         for k, t in timers.items():
@@ -353,9 +346,7 @@ def ragged_point(ctx, name, B, lens, reps, calls, rounds, hq=32, hkv=8, d=128):
     res["ratio"] = res["balanced"] / res["uniform"]
     res["ratio_unbalanced"] = res["unbalanced"] / res["uniform"]
     res["kernel"], res["splits"] = plans["balanced"].kernel, plans["balanced"].num_splits
-    del timers, bufs, qs, ks, vs, ku, vu, ref
-    torch.cuda.empty_cache()
-    return res
+    return res  # as bench_point's
 
 
 def run_ragged(ctx, a):
@@ -365,7 +356,7 @@ def run_ragged(ctx, a):
     print(f"{'case':<28} {'tokens':>8} | {'balanced':>9} {'uniform':>9} {'ratio':>6} | {'no balance':>10} {'ratio':>6}",
           flush=True)
     for name, b, fn in RAGGED:
-        r = ragged_point(ctx, name, b, fn(gen), a.reps, a.calls, a.rounds)
+        r = point_done(ragged_point(ctx, name, b, fn(gen), a.reps, a.calls, a.rounds))
         rows.append(r)
         print(f"{name:<28} {r['tokens']:>8} | {r['balanced']:>7.1f}us {r['uniform']:>7.1f}us {r['ratio']:>5.2f}x | "
               f"{r['unbalanced']:>8.1f}us {r['ratio_unbalanced']:>5.2f}x", flush=True)
@@ -412,8 +403,7 @@ def main():
     ap.add_argument("--no-read-floor", action="store_true", help="judge the targets without the bare read")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
-    rt = Runtime(a.lib)
-    ctx = rt.context("cuda")
+    ctx = ingot.Runtime(a.lib).context("cuda")  # --lib's libingot with --pack open, not the defaults
     ctx.open_pack(a.pack)
     ceiling = copy_ceiling()
     print(f"copy ceiling (read+write): {ceiling / 1e9:.0f} GB/s; device arch {ctx.arch}", flush=True)
@@ -440,7 +430,7 @@ def main():
     print(f"ingot on a paged cache, page size {paged}\n" if paged else "", end="")
     print(hdr, flush=True)
     for B, Hq, Hkv, L in points:
-        r = bench_point(ctx, B, Hq, Hkv, L, D, a.reps, ceiling, a.calls, a.rounds, page_size=paged)
+        r = point_done(bench_point(ctx, B, Hq, Hkv, L, D, a.reps, ceiling, a.calls, a.rounds, page_size=paged))
         rows.append(r)
         print(f"{B:>3} {Hq:>3}/{Hkv:<2} {L:>8} {r['splits']:>6} | {r['ingot_graph']:>6.2f}us {r['ingot_bw']*100:>5.1f}%"
               f" {r['ingot_call']:>5.1f}us {r['floor_graph']:>4.1f}us |"

@@ -362,10 +362,12 @@ def bench_experiments(pack, Ls=(4096, 16384, 65536, 262144, 1048576), B=1, hq=8,
 
 
 def ab_paths(pack, Ls, lib, kname, reps=30):
-    """The same kernel on the same buffers, launched by libingot's plan/execute and
-    directly (CuPy), alternately: a difference is the launch path's, not the kernel's."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime", "python"))
-    from ingot_runtime import Runtime
+    """The same kernel on the same buffers, launched by libingot's plan/execute (the C
+    API through ingot.runtime, without ingot.DecodePlan's Python checks: the launch
+    path itself) and directly (CuPy), alternately: a difference is the launch path's,
+    not the kernel's."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "generator"))
+    from ingot.runtime import Runtime
     ctx = Runtime(lib).context("cuda")
     ctx.open_pack(pack)
     kdp = json.load(open(os.path.join(pack, "attention_decode.kdp.json")))

@@ -12,8 +12,8 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime", "python"))
-from ingot_runtime import Runtime  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "generator"))
+import ingot  # noqa: E402
 
 
 def main():
@@ -28,20 +28,17 @@ def main():
     a = ap.parse_args()
     hq, hkv = (int(x) for x in a.heads.split("x"))
     B = a.batch
-    rt = Runtime(a.lib)
-    ctx = rt.context("cuda")
+    ctx = ingot.Runtime(a.lib).context("cuda")
     ctx.open_pack(a.pack)
     L = a.L
     q = torch.randn(B, hq, 1, 128, device="cuda", dtype=torch.bfloat16)
     k = torch.randn(B, L, hkv, 128, device="cuda", dtype=torch.bfloat16)
     v = torch.randn(B, L, hkv, 128, device="cuda", dtype=torch.bfloat16)
-    o = torch.empty(B, hq, 1, 128, device="cuda", dtype=torch.bfloat16)
     lens = torch.full((B,), L if a.valid is None else a.valid, device="cuda", dtype=torch.int32)
-    plan = ctx.plan(q, k, v, o, lens, capacity=L)
-    ws = torch.empty(max(plan.workspace_size // 4, 1), device="cuda")
-    b = plan.buffers(q, k, v, o, lens)
-    for _ in range(a.iters):
-        plan.execute(b, ws, torch.cuda.current_stream().cuda_stream)
+    plan = ingot.DecodePlan(q, k, v, lens, capacity=L, context=ctx)
+    o = plan.run(q, k, v, lens)
+    for _ in range(a.iters - 1):
+        plan.run(q, k, v, lens, out=o)
     torch.cuda.synchronize()
     print(f"ncu_probe: B={B} {hq}/{hkv} L={L} valid={lens[0].item()} kernel {plan.kernel} splits {plan.num_splits}")
 

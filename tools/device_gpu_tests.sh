@@ -13,8 +13,9 @@ python3 tools/check_wait_order.py $pack > $out/wait_order.log 2>&1
 rc=$?
 [ $rc -ne 0 ] && [ $rc -ne 77 ] && fails=$((fails + 1))
 echo "check_wait_order rc=$rc :: $(tail -n 1 $out/wait_order.log | cut -c1-200)"
-# INGOT_GPU_TESTS: the tests to run (default: all of them, in this order).
-for t in ${INGOT_GPU_TESTS:-tokens poison_tail capacity splits variants graph streams handoff models ragged}; do
+# INGOT_GPU_TESTS: the tests to run (unset: all of them, in this order; empty: none, for a call that
+# runs only the wave64, Python and inspect steps below).
+for t in ${INGOT_GPU_TESTS-tokens poison_tail capacity splits variants graph streams handoff models ragged}; do
   start=$SECONDS
   timeout 300 build/bin/test_gpu_$t $pack > $out/gpu_$t.log 2>&1
   rc=$?
@@ -29,6 +30,28 @@ if [ -x build/bin/test_gpu_wave64 ]; then
   rc=$?
   [ $rc -ne 0 ] && fails=$((fails + 1))
   echo "test_gpu_wave64 rc=$rc $((SECONDS - start))s :: $(tail -n 2 $out/gpu_wave64.log | tr '\n' ' ' | cut -c1-300)"
+fi
+# The Python API on the GPU (issue 25). The README's quick start as written, from a wheel of this tree
+# installed into a folder of its own and run from outside the tree; then test_torch_api's GPU part
+# (decode and DecodePlan against a reference, two streams, a captured torch.cuda graph).
+if [ -z "${INGOT_NO_PYTHON:-}" ]; then
+  start=$SECONDS
+  py=$(mktemp -d)
+  python3 -c 'import re, sys; print(re.search(r"<!-- quickstart[^>]*-->\n```python\n(.*?)```", open("README.md").read(), re.S).group(1))' \
+    > $py/quickstart.py
+  (INGOT_BUILD_DIR=$PWD/build timeout 300 python3 -m pip install --no-index --no-build-isolation --no-deps \
+     --target $py/site . && cd $py && PYTHONPATH=$py/site timeout 120 python3 quickstart.py) > $out/python_quickstart.log 2>&1
+  rc=$?
+  err=$(sed -n 's/^max abs error vs SDPA: //p' $out/python_quickstart.log)
+  { [ $rc -eq 0 ] && python3 -c "import sys; sys.exit(0 if float('${err:-nan}') < 0.02 else 1)"; } || { rc=1; fails=$((fails + 1)); }
+  echo "python quick start rc=$rc $((SECONDS - start))s :: max abs error vs SDPA ${err:-none}"
+  start=$SECONDS
+  INGOT_LIBRARY=$PWD/build/lib/libingot.so INGOT_PACKS=$PWD/$pack timeout 300 python3 tests/python/test_torch_api.py \
+    > $out/python_torch_api.log 2>&1
+  rc=$?
+  [ $rc -ne 0 ] && fails=$((fails + 1))
+  echo "python test_torch_api rc=$rc $((SECONDS - start))s :: $(tail -n 3 $out/python_torch_api.log | tr '\n' ' ' | cut -c1-200)"
+  rm -rf $py
 fi
 for g in examples/graphs/*.json; do
   # A graph that no kernel admits (a decline example) must decline in `run` too.
