@@ -395,8 +395,15 @@ class Plan:
         stream = 0 if stream is None else stream
         _int_arg("execute", "stream", stream, 0, UINTPTR_MAX,
                  "None or a stream handle, e.g. torch.cuda.current_stream().cuda_stream")
+        self.execute_checked(buffers, ws_ptr, ws_size, stream)
+
+    def execute_checked(self, buffers, ws_ptr, ws_size, stream):
+        """execute() for a caller that has made its arguments the way execute()
+        checks them (a Buffers from buffers(), integer pointer, size and stream
+        handle in range): ingot.DecodePlan's path for tensors it checked before.
+        libingot still checks what it always checks (the plan, the workspace size)."""
         err = C.create_string_buffer(ERR_BYTES)
-        s = self.ctx.rt.lib.ingot_plan_execute_ex(self.h, C.c_void_p(stream), C.byref(buffers),
+        s = self.ctx.rt.lib.ingot_plan_execute_ex(self._handle("execute"), C.c_void_p(stream), C.byref(buffers),
                                                   ws_ptr, ws_size, err, ERR_BYTES)
         if s:
             raise IngotError(f"execute: {self.ctx.rt.status(s)}: {_text(err.value)}")

@@ -26,13 +26,14 @@ import math
 import threading
 
 from ingot import paths
-from ingot.runtime import IngotError, Runtime
+from ingot.runtime import Buffers, IngotError, Runtime
 
 _lock = threading.Lock()
 _runtime = None
 _contexts = {}  # (backend, device index) -> Context with the default packs open
 _plans = collections.OrderedDict()  # ingot.decode's cache: key -> DecodePlan
 PLAN_CACHE_SIZE = 64
+CHECKED_LAYOUTS = 16  # per plan: argument layouts that passed every check (DecodePlan.run's fast path)
 KV_DTYPES = ("bfloat16", "float16")
 _LABELS = {"k": "k_cache", "v": "v_cache", "o": "out"}  # the binding's graph names -> this API's
 
@@ -165,6 +166,46 @@ def _layout_key(t):
     return None if t is None else (str(t.dtype), tuple(t.shape), tuple(t.stride()), str(t.device))
 
 
+def _run_key(torch, tensors):
+    """What every check of DecodePlan.run reads of its tensor arguments (type,
+    layout, dtype, shape, strides, device; None for an absent one), or None
+    when an argument is not a plain tensor (the checks then say what it is)."""
+    key = []
+    for t in tensors:
+        if t is None:
+            key.append(None)
+        elif type(t) is torch.Tensor:
+            key.append((t.dtype, t.layout, t.shape, t.stride(), t.device))
+        else:
+            return None
+    return tuple(key)
+
+
+def _decode_key(torch, q, k, v, seq_lens, page_table, causal, return_lse, scale, capacity, context):
+    """ingot.decode's plan-cache key: the layouts (_run_key; _layout_key's for
+    tensor subclasses) and every option with its type (so that causal=1 or
+    scale=True, which the checks refuse, never meet a plan made for True or 1.0);
+    None where an argument is not a tensor or not hashable (the checks name it)."""
+    layouts = _run_key(torch, (q, k, v, seq_lens, page_table))
+    try:
+        if layouts is None:
+            layouts = tuple(_layout_key(t) for t in (q, k, v, seq_lens, page_table))
+        key = (layouts,) + tuple((type(x), x) for x in (causal, return_lse, scale, capacity)) + (context,)
+        hash(key)
+        return key
+    except Exception:  # noqa: BLE001  (anything an odd argument raises: the checks say what it is)
+        return None
+
+
+def _raw_stream(torch):
+    """The handle of torch's current stream of the current device, by the
+    cheapest route this torch has."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(torch.cuda.current_device())
+    return torch.cuda.current_stream().cuda_stream
+
+
 class DecodePlan:
     """A decode planned once for one shape (dtypes, shapes, strides, device,
     mask, LSE) and run any number of times on tensors of that shape.
@@ -207,6 +248,7 @@ class DecodePlan:
         self.workspace_size = self._plan.workspace_size
         self._workspaces = {}  # stream handle -> uint8 tensor of workspace_size bytes
         self._ws_lock = threading.Lock()
+        self._checked = collections.OrderedDict()  # run keys (_run_key) that passed every check
 
     def __repr__(self):
         return (f"DecodePlan(kernel={self.kernel!r}, num_splits={self.num_splits}, launches={self.launches}, "
@@ -239,6 +281,42 @@ class DecodePlan:
         """The decode of these tensors (the planned layout) on the current stream.
         Returns out (allocated when None), and the LSE too with return_lse."""
         torch = _torch()
+        key = None if self._host else _run_key(torch, (q, k_cache, v_cache, seq_lens, page_table, out, lse))
+        if key is not None and key in self._checked and q.device.index == torch.cuda.current_device():
+            return self._run_checked(torch, q, k_cache, v_cache, seq_lens, page_table, out, lse)
+        result = self._run(torch, q, k_cache, v_cache, seq_lens, page_table, out, lse)
+        if key is not None:
+            self._checked[key] = True
+            while len(self._checked) > CHECKED_LAYOUTS:
+                self._checked.popitem(last=False)
+        return result
+
+    def _run_checked(self, torch, q, k_cache, v_cache, seq_lens, page_table, out, lse):
+        """run() for arguments of a layout that passed every check before (the
+        same types, dtypes, shapes, strides and devices, so the same checks
+        would pass again), on the current device: only their addresses are new.
+        This is the call a decode loop makes token after token."""
+        if out is None:
+            out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+        if self.return_lse and lse is None:
+            lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
+        b = Buffers(q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), out.data_ptr(),
+                    lse.data_ptr() if lse is not None else None, seq_lens.data_ptr(),
+                    page_table.data_ptr() if page_table is not None else None)
+        stream = _raw_stream(torch)
+        ws = self._workspaces.get(stream) if self.workspace_size else None
+        if ws is None and self.workspace_size:
+            ws = self.workspace(torch.cuda.current_stream(q.device))
+        try:
+            if ws is None:
+                self._plan.execute_checked(b, None, 0, stream)
+            else:
+                self._plan.execute_checked(b, ws.data_ptr(), self.workspace_size, stream)
+        except IngotError as e:
+            raise IngotError(f"DecodePlan.run: {e}") from None
+        return (out, lse) if self.return_lse else out
+
+    def _run(self, torch, q, k_cache, v_cache, seq_lens, page_table, out, lse):
         where = "DecodePlan.run"
         if (page_table is not None) != self.paged:
             raise IngotError(f"{where}: page_table is {'given' if page_table is not None else 'None'} "
@@ -296,20 +374,26 @@ def decode(q, k_cache, v_cache, seq_lens, page_table=None, causal=False, return_
     output [B, Hq, Sq, D] (q's shape), and with return_lse also the LSE.
     context: as DecodePlan's (default: q's device, with the default packs)."""
     torch = _torch()
-    host = context is not None and context.backend == "none"
-    _check_args(torch, "decode", q, k_cache, v_cache, seq_lens, page_table, causal, return_lse, host)
-    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float)) or
-                              not math.isfinite(scale)):
-        raise IngotError(f"decode: scale = {scale!r} (allowed: None or a finite number)")
-    key = (_layout_key(q), _layout_key(k_cache), _layout_key(v_cache), _layout_key(seq_lens),
-           _layout_key(page_table), causal, return_lse, scale, capacity, context)
+    # The plan cache's key: the layouts and every option, each with its type (so that
+    # causal=1 or scale=True, which the checks refuse, never meet a plan made for
+    # True or 1.0). A layout met before skips the checks here; run() has its own.
+    key = _decode_key(torch, q, k_cache, v_cache, seq_lens, page_table, causal, return_lse, scale, capacity,
+                      context)
     with _lock:
-        plan = _plans.get(key)
+        plan = _plans.get(key) if key is not None else None
         if plan is not None:
             _plans.move_to_end(key)
     if plan is None:
+        host = context is not None and context.backend == "none"
+        _check_args(torch, "decode", q, k_cache, v_cache, seq_lens, page_table, causal, return_lse, host)
+        if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float)) or
+                                  not math.isfinite(scale)):
+            raise IngotError(f"decode: scale = {scale!r} (allowed: None or a finite number)")
         plan = DecodePlan(q, k_cache, v_cache, seq_lens, page_table=page_table, causal=causal,
                           return_lse=return_lse, scale=scale, capacity=capacity, context=context)
+        if key is None:  # what the key is made of passed the checks, so it is hashable now
+            key = _decode_key(torch, q, k_cache, v_cache, seq_lens, page_table, causal, return_lse, scale,
+                              capacity, context)
         with _lock:
             _plans[key] = plan
             while len(_plans) > PLAN_CACHE_SIZE:

@@ -269,6 +269,38 @@ class GpuApiTest(unittest.TestCase):
         ref = reference(t["q"], t["k_cache"], t["v_cache"], t["seq_lens"], False, 1 / math.sqrt(128))
         self.check(static_o, ref, "graph replay")
 
+    def test_checked_layouts_run_again(self):
+        """run() skips the checks only for a layout that passed them: fresh values in the
+        same layout give fresh results (on new and reused outputs, a new stream's
+        workspace), and any change of dtype, shape, stride, device or option is checked
+        again and refused as on the first call."""
+        t = gqa_case(b=3, capacity=1024, device="cuda")
+        plan = ingot.DecodePlan(**t)
+        side = torch.cuda.Stream()
+        for i in range(4):
+            t = gqa_case(b=3, capacity=1024, device="cuda")  # fresh values, the same layout
+            o = torch.full(t["q"].shape, float("nan"), dtype=torch.bfloat16, device="cuda")
+            if i == 3:
+                with torch.cuda.stream(side):  # a stream the plan has no workspace on yet
+                    got = plan.run(**t, out=o)
+                torch.cuda.synchronize()
+            else:
+                got = plan.run(**t, out=o) if i % 2 else plan.run(**t)
+            ref = reference(t["q"], t["k_cache"], t["v_cache"], t["seq_lens"], False, 1 / math.sqrt(128))
+            self.check(got, ref, f"run {i}")
+            d = ingot.decode(**t, causal=True)
+            self.check(d, reference(t["q"], t["k_cache"], t["v_cache"], t["seq_lens"], True,
+                                    1 / math.sqrt(128)), f"decode {i}")
+        bad = dict(t, seq_lens=t["seq_lens"].long())
+        with self.assertRaisesRegex(ingot.IngotError, r"^DecodePlan.run: seq_lens.dtype = int64"):
+            plan.run(**bad)
+        with self.assertRaisesRegex(ingot.IngotError, r"^DecodePlan.run: out"):
+            plan.run(**t, out=torch.empty(3, 8, 1, 128, dtype=torch.float16, device="cuda"))
+        with self.assertRaisesRegex(ingot.IngotError, r"^decode: causal = 1 \(allowed: True, False\)"):
+            ingot.decode(**t, causal=1)
+        with self.assertRaisesRegex(ingot.IngotError, r"^decode: scale = True"):
+            ingot.decode(**t, scale=True)
+
     def test_lse_and_sdpa(self):
         t = gqa_case(b=2, hq=8, hkv=8, capacity=512, dtype=torch.float16, device="cuda")
         t["seq_lens"].fill_(512)
