@@ -14,7 +14,7 @@ namespace ingot {
 
 template <class T>
 struct SplitShared {
-  float scores[T::kWaves][T::kUseMma ? 1 : T::kChunk * T::kRows];
+  float scores[T::kWaves][T::kUseMma || T::kUseMfma ? 1 : T::kChunk * T::kRows];
   float wave_max[T::kWaves][T::kRows];
   float wave_sum[T::kWaves][T::kRows];
   float wave_acc[T::kWaves][T::kRows][T::kHeadDim];

@@ -28,8 +28,18 @@ template <int DTYPE_, int HEAD_DIM_, int MAX_SQ_, int ROWS_, bool PAGED_, int WA
           int TOKENS_PER_WAVE_, int OCCUPANCY_ = 0, int MATH_ = kMathSimt, int STAGES_ = 0,
           int TRACE_ = 0, int DYNAMIC_LDS_ = 0>
 struct DecodeTraits {
-  // kMathAuto: tensor cores where the arch has them (sm_90: mma.sync), else the SIMT path.
+  // kMathAuto: tensor cores where the arch has them (sm_90: mma.sync), matrix
+  // cores on AMD (and on the emulated wave of the test arch) where the rows fill
+  // a 16-row tile well enough to pay, else the SIMT path.
   static constexpr bool kUseMma = MATH_ == kMathAuto && kHasMma16816;
+  // The matrix-core path (ingot_ad_split_mfma.h): bf16, head dims whose V slice per
+  // lane is whole 16-byte loads (D / 16 a multiple of 8), at least 4 rows, 16-token
+  // tiles. generator/ingot/families/attention_decode.py (uses_mfma) says the same.
+  // (fp16 compiles, and passes the CPU simulation, but clang 22 schedules its loop
+  // with a chunk in flight for only half of its math: docs/decisions/amd-mfma-fp16.md.)
+  static constexpr bool kMfmaFits =
+      DTYPE_ == kBF16 && HEAD_DIM_ % 128 == 0 && ROWS_ >= 4 && TOKENS_PER_WAVE_ % 16 == 0;
+  static constexpr bool kUseMfma = MATH_ == kMathAuto && kHasMfma && kMfmaFits;
   // The tensor-core path works in 64-element slices of D: other head dims are
   // padded up (the chunks past D are neither loaded nor stored; zeros stand in).
   static constexpr int kMmaDim = (HEAD_DIM_ + 63) / 64 * 64;

@@ -84,8 +84,35 @@ INGOT_DEVICE float load_dep(const float *p) { return *p; }
 INGOT_DEVICE u32x4 load16_dep_if(const void *p, bool pred) { return load16_if(p, pred); }
 INGOT_DEVICE int load_dep_if(const int *p, bool pred) { return pred ? *p : 0; }
 // The tensor-core path is NVIDIA's (templates/ingot_ad_split_mma.h, which only an NVIDIA
-// compile includes, with the primitives it needs); AMD runs the SIMT path.
+// compile includes, with the primitives it needs); AMD has its matrix cores (below).
 constexpr bool kHasMma16816 = false;
+// Matrix cores (CDNA3 gfx942, CDNA4 gfx950): v_mfma_f32_16x16x16_{bf16,f16},
+// D (16 x 16, fp32) = A (16 x 16) B (16 x 16) + C, one wave. Lane l holds, in
+// element e = 0..3 of its two operand words (word e / 2, the low half first),
+// A[l % 16][4 (l / 16) + e] and B[4 (l / 16) + e][l % 16], and D[4 (l / 16) + r][l % 16]
+// in c[r] (AMD's matrix instruction calculator, CDNA3; the emulation of the test
+// arch, ingot_mfma_emulated.h, follows the same layout). DT: 0 bf16, 1 fp16.
+constexpr bool kHasMfma = true;
+template <int DT>
+INGOT_DEVICE void mfma16(float (&c)[4], const u32 (&a)[2], const u32 (&b)[2]) {
+  typedef float f4 __attribute__((ext_vector_type(4)));
+  typedef unsigned int w2 __attribute__((ext_vector_type(2)));
+  const w2 aw = {a[0], a[1]}, bw = {b[0], b[1]};
+  f4 acc = {c[0], c[1], c[2], c[3]};
+  if constexpr (DT == 0) {
+    typedef short s4 __attribute__((ext_vector_type(4)));
+    acc = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(__builtin_bit_cast(s4, aw), __builtin_bit_cast(s4, bw), acc,
+                                                     0, 0, 0);
+  } else {
+    typedef _Float16 h4 __attribute__((ext_vector_type(4)));
+    acc = __builtin_amdgcn_mfma_f32_16x16x16f16(__builtin_bit_cast(h4, aw), __builtin_bit_cast(h4, bw), acc, 0, 0,
+                                                0);
+  }
+  c[0] = acc[0];
+  c[1] = acc[1];
+  c[2] = acc[2];
+  c[3] = acc[3];
+}
 // The SIMT split kernel's K and V loads: unconditional, from addresses clamped
 // to the segment's tokens (templates/ingot_ad_split_simt.h, load_chunk), not
 // predicated: a load in an exec-masked branch makes the compiler's s_waitcnt
@@ -146,11 +173,16 @@ INGOT_DEVICE void sync_wave() {
   if (blockDim.x % 64 != 0 || blockDim.x > 64 * kEmulatedWaves || blockDim.y != 1 || blockDim.z != 1) __trap();
   asm volatile("bar.sync %0, 64;" ::"r"(1 + emulated_wave()) : "memory");
 }
-// The value lane src & 63 of this wave passes (ds_bpermute_b32).
-INGOT_DEVICE u32 wave_exchange(u32 v, int src) {
+INGOT_DEVICE int wave_lane() { return (int)(threadIdx.x % 64); }
+// This wave's exchange slot: 64 words of shared memory.
+INGOT_DEVICE u32 *wave_slot() {
   // kEmulatedWaves x 64 words: EMULATED_WAVE64_LDS in generator/ingot/archs.py.
   __shared__ u32 ingot_wave_slots[kEmulatedWaves][64];
-  u32 *slot = ingot_wave_slots[emulated_wave()];
+  return ingot_wave_slots[emulated_wave()];
+}
+// The value lane src & 63 of this wave passes (ds_bpermute_b32).
+INGOT_DEVICE u32 wave_exchange(u32 v, int src) {
+  u32 *slot = wave_slot();
   slot[threadIdx.x % 64] = v;
   sync_wave();
   const u32 r = slot[src & 63];
@@ -336,9 +368,16 @@ INGOT_DEVICE u16 float_to_half(float f) {
 }
 INGOT_DEVICE float bits_to_float(u32 u) { return __uint_as_float(u); }
 INGOT_DEVICE u32 float_to_bits(float f) { return __float_as_uint(f); }
+#if !INGOT_EMULATE_WAVE64
+constexpr bool kHasMfma = false;  // sm_90 runs its own tensor-core path (mma16816)
+#endif
 #endif
 
 
 }  // namespace ingot
+
+#if INGOT_ARCH_NVIDIA && INGOT_EMULATE_WAVE64
+#include "ingot_mfma_emulated.h"  // AMD's matrix-core instruction on the emulated wave
+#endif
 
 #endif  // INGOT_ARCH_H

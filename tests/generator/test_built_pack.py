@@ -103,8 +103,9 @@ def static_violations(pack_dir, archs=AMD):
 # that holds on AMD: ingot_ad_split_simt.h, load_chunk); 123 with the balanced split's path
 # inlined beside the uniform one (clang 22.1.8). Since the balanced split is an entry point of its
 # own: at most 120 in a uniform split, 121 in a balanced one (its prologue's scan). Not measured on
-# hardware (no AMD GPU here): fewer rows per workgroup on AMD is the open alternative. Any other
-# AMD spill, one to memory, or more AGPRs, is new.
+# hardware (no AMD GPU here). The bf16 ones of head dim 128 run the matrix-core split now and park
+# nothing (issue 26); the pattern still names them, so that it is the count and the 121 that hold.
+# Any other AMD spill, one to memory, or more AGPRs, is new.
 KNOWN_AMD_AGPR_SPILLS = re.compile(r"^attention_decode_(bf16|fp16)_(d128_g(4_sq4|8_sq1|8_sq4)_(contig|paged)_w4t16_tc|"
                                    r"d64_g8_sq1_(contig|paged)_w4t16_tc|d256_g8_sq1_(contig|paged)_w4t4) "
                                    r"(gfx942|gfx950) (balanced_)?split: scratch 0, spill (\d+) \((\d+) in AGPRs\)$")
@@ -307,6 +308,31 @@ class BuiltPackTest(unittest.TestCase):
         self.assertGreater(len(shares), 0)
         print(f"\n{len(shares)} AMD splits: {min(shares):.0%}..{max(shares):.0%} of the loop's math with a "
               "chunk in flight", end=" ")
+        self.assertEqual(problems, [])
+
+    @unittest.skipUnless(os.access(OBJDUMP, os.X_OK), f"{OBJDUMP} not installed")
+    def test_amd_matrix_core_kernels_use_mfma_and_no_other_does(self):
+        # Issue 26: the splits the generator says run the matrix-core path (uses_mfma: math auto,
+        # head dim 128 or 256, at least 4 rows, 16-token tiles) issue v_mfma in their token loop,
+        # both entry points, on gfx942 and gfx950; every other AMD entry point issues none.
+        by_name = {inst.name: inst for inst in self.pack.instances}
+        problems, counts = [], {True: 0, False: 0}
+        for kd in load_kdp(PACK)["kernelDescriptors"]:
+            inst = by_name[kd["name"]]
+            for arch, obj in sorted(kd["kernel_source"]["objects"].items()):
+                if arch not in AMD:
+                    continue
+                listing = subprocess.run([OBJDUMP, "-d", f"--mcpu={arch}", os.path.join(PACK, obj["path"])],
+                                         check=True, capture_output=True, text=True).stdout
+                for entry, symbol in kd["kernel_source"]["symbols"].items():
+                    want = inst.uses_mfma(ARCHS[arch]) and entry in ("split", "balanced_split")
+                    mfma = split_body(listing, symbol).count("v_mfma_f32_16x16x16")
+                    counts[want] += 1
+                    if (mfma > 0) != want:
+                        problems.append(f"{kd['name']} {arch} {entry}: {mfma} v_mfma (expected "
+                                        f"{'some' if want else 'none'})")
+        print(f"\n{counts[True]} AMD splits on the matrix cores, {counts[False]} entry points without", end=" ")
+        self.assertGreater(counts[True], 0, "no AMD kernel takes the matrix-core path")
         self.assertEqual(problems, [])
 
     @unittest.skipUnless(os.access(OBJDUMP, os.X_OK), f"{OBJDUMP} not installed")

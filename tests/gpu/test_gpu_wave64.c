@@ -34,6 +34,7 @@
 
 #include "decode_harness.h"
 #include "gpu_mem.h"
+#include "reference.h"
 
 #define TEST_NAME "test_gpu_wave64"
 #define ARCH "sm_90_w64"
@@ -283,6 +284,64 @@ static const char *selftest_section(int n) {
   return "unused (must stay 0)";
 }
 
+/* The matrix-core emulation against the float64 product (wave64_mfma_selftest in
+ * wave64_selftest.cu): 4 waves, bf16 (waves 0, 2) and fp16 (1, 3), fresh random
+ * matrices, d poisoned with NaN first. */
+static int run_mfma_selftest(const char *cubin, void *stream, size_t *compared) {
+  enum { kM = 4 * 256 };
+  void *module = NULL, *fn = NULL, *da = NULL, *db = NULL, *dc = NULL, *dd = NULL;
+  uint16_t a[kM], b[kM];
+  float c[kM], d[kM];
+  int failures = 0;
+  double max_err = 0;
+  for (int i = 0; i < kM; ++i) {
+    const ingot_dtype dt = (i / 256) % 2 ? INGOT_DTYPE_FP16 : INGOT_DTYPE_BF16;
+    a[i] = ingot_ref_from_float((float)((int)(dh_rand() % 4001) - 2000) / 1000.0f, dt);
+    b[i] = ingot_ref_from_float((float)((int)(dh_rand() % 4001) - 2000) / 1000.0f, dt);
+    c[i] = (float)((int)(dh_rand() % 8001) - 4000) / 1000.0f;
+  }
+  if (gpu_module_load(cubin, &module) != 0 || gpu_module_function(module, "wave64_mfma_selftest", &fn) != 0 ||
+      gpu_alloc(&da, sizeof a) != 0 || gpu_alloc(&db, sizeof b) != 0 || gpu_alloc(&dc, sizeof c) != 0 ||
+      gpu_alloc(&dd, sizeof d) != 0 || gpu_upload(da, a, sizeof a) != 0 || gpu_upload(db, b, sizeof b) != 0 ||
+      gpu_upload(dc, c, sizeof c) != 0 || gpu_memset8(dd, 0xFF, sizeof d) != 0) {
+    fprintf(stderr, "FAIL: mfma self-test setup (%s): %s\n", cubin, gpu_mem_error());
+    failures = 1;
+    goto done;
+  }
+  void *params[] = {&da, &db, &dc, &dd};
+  if (gpu_launch(fn, 1, kThreads, params, stream) != 0 || gpu_stream_sync(stream) != 0 ||
+      gpu_download(d, dd, sizeof d) != 0) {
+    fprintf(stderr, "FAIL: mfma self-test launch: %s\n", gpu_mem_error());
+    failures = 1;
+    goto done;
+  }
+  for (int w = 0; w < 4; ++w) {
+    const ingot_dtype dt = w % 2 ? INGOT_DTYPE_FP16 : INGOT_DTYPE_BF16;
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 16; ++j) {
+        double want = c[w * 256 + i * 16 + j];
+        for (int k = 0; k < 16; ++k)
+          want += (double)ingot_ref_to_float(a[w * 256 + i * 16 + k], dt) *
+                  (double)ingot_ref_to_float(b[w * 256 + k * 16 + j], dt);
+        const double got = d[w * 256 + i * 16 + j], err = fabs(got - want);
+        if (err > max_err || err != err) max_err = err;
+        if (!(err <= 1e-5 * (1.0 + fabs(want)))) {
+          if (failures < 8)
+            fprintf(stderr, "FAIL: mfma self-test %s wave %d D[%d][%d] = %.9g, expected %.9g\n",
+                    dt == INGOT_DTYPE_FP16 ? "fp16" : "bf16", w, i, j, got, want);
+          ++failures;
+        }
+      }
+  }
+  *compared += kM;
+  printf("%s: self-test of the matrix-core emulation (mfma16, bf16 and fp16, 4 waves): %d values, %d off the "
+         "float64 product, max error %.3g\n", TEST_NAME, kM, failures, max_err);
+done:
+  gpu_free(da), gpu_free(db), gpu_free(dc), gpu_free(dd);
+  if (module != NULL) gpu_module_unload(module);
+  return failures;
+}
+
 static int run_selftest(const char *cubin, void *stream, size_t *compared) {
   void *module = NULL, *fn = NULL, *din = NULL, *dmask = NULL, *dsrc = NULL, *dout = NULL;
   float *in = malloc(kThreads * sizeof(float));
@@ -500,7 +559,8 @@ int main(int argc, char **argv) {
   dh_session sess;
   dh_session_open_arch(&sess, 2, args, TEST_NAME, ARCH);
   size_t selftest_values = 0;
-  const int selftest_failures = run_selftest(cubin, sess.stream, &selftest_values);
+  const int selftest_failures = run_selftest(cubin, sess.stream, &selftest_values) +
+                                run_mfma_selftest(cubin, sess.stream, &selftest_values);
   other += selftest_failures;
   if (selftest_failures != 0)
     fprintf(stderr, "FAIL: the emulated primitives are wrong: the kernel results below cannot be trusted\n");

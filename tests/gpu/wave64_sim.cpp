@@ -14,7 +14,8 @@
 // compact and the wide merge; each length set once per mask), a long cache in 20
 // segments, and a ragged batch through the balanced plan (entry points
 // balanced_split and balanced_merge) in 5 and 20 units; the launches as the plan
-// would make them. Kernels run on several
+// would make them. First, the matrix-core emulation the MFMA kernels run on
+// (mfma_selftest) against a plain matrix product. Kernels run on several
 // host threads at once (INGOT_WAVE64_SIM_JOBS, default 4).
 // Outputs and the workspace are poisoned first. Usage: wave64_sim [name-substring]
 #include "wave64_sim_arch.h"
@@ -378,6 +379,62 @@ const Instance kInstances[] = {
 
 }  // namespace
 
+// The matrix-core emulation (templates/ingot_mfma_emulated.h) against a plain
+// matrix product, for each layout it claims (bf16 and fp16 operands): per wave
+// of a 4-wave workgroup its own random A, B and C, each lane's operand words
+// built from AMD's layout (A[i][k] in lane 16 (k / 4) + i, element k % 4; B[k][j]
+// in lane 16 (k / 4) + j; D[i][j] in lane 16 (i / 4) + j, register i % 4), D
+// read back through the same layout and compared with the float64 product.
+int mfma_selftest(Stats &st) {
+  constexpr int kWaves = 4, N = 16;
+  int failures = 0;
+  Pool pool(64 * kWaves);
+  for (int dt = 0; dt < 2; ++dt) {
+    const ingot_dtype dtype = dt == 0 ? INGOT_DTYPE_BF16 : INGOT_DTYPE_FP16;
+    std::vector<uint16_t> a(kWaves * N * N), b(kWaves * N * N);
+    std::vector<float> c(kWaves * N * N), d(kWaves * N * N, std::nanf(""));
+    for (auto &x : a) x = ingot_ref_from_float(uniform(-2.f, 2.f), dtype);
+    for (auto &x : b) x = ingot_ref_from_float(uniform(-2.f, 2.f), dtype);
+    for (auto &x : c) x = uniform(-4.f, 4.f);
+    const int grid[3] = {1, 1, 1};
+    pool.launch(grid, [&] {
+      const int tid = ingot::thread_id(), w = tid / 64, l = tid % 64, j = l % 16, q4 = l / 16;
+      const uint16_t *A = &a[w * N * N], *B = &b[w * N * N];  // row-major [i][k], [k][j]
+      ingot::u32 aw[2], bw[2];
+      for (int word = 0; word < 2; ++word) {
+        const int k0 = 4 * q4 + 2 * word;  // elements 2 word, 2 word + 1 of this lane
+        aw[word] = A[j * N + k0] | ((ingot::u32)A[j * N + k0 + 1] << 16);
+        bw[word] = B[k0 * N + j] | ((ingot::u32)B[(k0 + 1) * N + j] << 16);
+      }
+      float acc[4];
+      for (int r = 0; r < 4; ++r) acc[r] = c[w * N * N + (4 * q4 + r) * N + j];
+      if (dt == 0)
+        ingot::mfma16<0>(acc, aw, bw);
+      else
+        ingot::mfma16<1>(acc, aw, bw);
+      for (int r = 0; r < 4; ++r) d[w * N * N + (4 * q4 + r) * N + j] = acc[r];
+    });
+    for (int w = 0; w < kWaves; ++w)
+      for (int i = 0; i < N; ++i)
+        for (int jj = 0; jj < N; ++jj) {
+          double want = c[w * N * N + i * N + jj];
+          for (int k = 0; k < N; ++k)
+            want += (double)ingot_ref_to_float(a[w * N * N + i * N + k], dtype) *
+                    (double)ingot_ref_to_float(b[w * N * N + k * N + jj], dtype);
+          const double got = d[w * N * N + i * N + jj], err = std::fabs(got - want);
+          ++st.compared;
+          if (!(err <= 1e-5 * (1.0 + std::fabs(want)))) {
+            if (++st.failed <= 5)
+              std::printf("  mfma16 %s wave %d D[%d][%d] = %.9g, want %.9g\n", dt ? "fp16" : "bf16", w, i, jj, got,
+                          want);
+            failures = 1;
+          }
+          if (err > st.max_err) st.max_err = err;
+        }
+  }
+  return failures;
+}
+
 int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : "";
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -396,6 +453,13 @@ int main(int argc, char **argv) {
   std::mutex mu;
   Stats total;
   int failures = 0;
+  {
+    Stats st;
+    failures += mfma_selftest(st);
+    std::printf("  mfma16 emulation (bf16, fp16; 4 waves) against the float64 product: %zu values, %zu off, "
+                "max error %.3g\n", st.compared, st.failed, st.max_err);
+    total.compared += st.compared, total.failed += st.failed;
+  }
   std::vector<std::thread> threads;
   for (int j = 0; j < jobs; ++j)
     threads.emplace_back([&] {

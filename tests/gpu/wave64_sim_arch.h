@@ -8,7 +8,8 @@
 // INGOT_ARCH_H, so the real header's body is skipped; include it first
 // (wave64_sim.cpp). Nor INGOT_ARCH_NVIDIA: as on AMD, the tensor-core split
 // (ingot_ad_split_mma.h) and knob `trace`'s records are not compiled, so none
-// of their primitives is needed here. Test code only: it proves the wave64 index math of the
+// of their primitives is needed here; the matrix-core split's (mfma16) is the
+// emulation of ingot_mfma_emulated.h, as on the sm_90_w64 test arch. Test code only: it proves the wave64 index math of the
 // kernels on any machine, not the GPU's instructions.
 #ifndef INGOT_WAVE64_SIM_ARCH_H
 #define INGOT_WAVE64_SIM_ARCH_H
@@ -58,8 +59,10 @@ INGOT_DEVICE int grid_y() { return g_sim_block->grid[1]; }
 INGOT_DEVICE int grid_z() { return g_sim_block->grid[2]; }
 INGOT_DEVICE void sync_block() { g_sim_block->wait(0); }
 INGOT_DEVICE void sync_wave() { g_sim_block->wait(1 + t_sim_tid / 64); }
+INGOT_DEVICE int wave_lane() { return t_sim_tid % 64; }
+INGOT_DEVICE u32 *wave_slot() { return g_sim_block->slots[t_sim_tid / 64]; }
 INGOT_DEVICE u32 wave_exchange(u32 v, int src) {
-  u32 *slot = g_sim_block->slots[t_sim_tid / 64];
+  u32 *slot = wave_slot();
   slot[t_sim_tid % 64] = v;
   sync_wave();
 #ifndef INGOT_WAVE64_SIM_HALF_WAVE_SHUFFLE
@@ -114,5 +117,8 @@ INGOT_DEVICE u16 float_to_half(float x) {
 }
 
 }  // namespace ingot
+
+// AMD's matrix-core instruction on the 64 lanes (as on the sm_90_w64 test arch).
+#include "ingot_mfma_emulated.h"
 
 #endif  // INGOT_WAVE64_SIM_ARCH_H

@@ -281,6 +281,14 @@ class Instance:
     def tokens_per_load(self, arch):
         return arch.wave_size // self.lanes_per_token
 
+    def uses_mfma(self, arch):
+        """The matrix-core split path (templates/ingot_ad_split_mfma.h; traits
+        kUseMfma say the same): math auto on AMD and on the emulated wave64 test
+        arch, bf16, head dim 128 or 256, at least 4 rows, 16-token tiles."""
+        matrix_cores = arch.vendor == "amd" or arch.wave_size == 64
+        return (self.math == "auto" and matrix_cores and self.dtype == "bf16" and self.head_dim % 128 == 0
+                and self.rows >= 4 and self.tokens_per_wave % 16 == 0)
+
     def uses_ring(self, arch):
         """The tensor-core path with a shared-memory ring (NVIDIA only)."""
         return self.math == "auto" and self.stages > 0 and arch.vendor == "nvidia"

@@ -1,0 +1,284 @@
+// ingot_ad_split_mfma.h: the matrix-core split kernel (decode_split_mfma), AMD's
+// path where a workgroup's rows fill a 16-row matrix tile well enough (traits
+// kUseMfma: bf16, at least 4 rows, head dim 128 or 256). It runs on gfx942 and gfx950
+// with v_mfma_f32_16x16x16 (mfma16, ingot_arch.h) and on the emulated 64-lane
+// wave of the test arch sm_90_w64 and of the CPU simulation with the emulation
+// of ingot_mfma_emulated.h, so that its lane logic is checked off AMD hardware.
+//
+// Per wave and 16-token tile of its chunk, two matrix products:
+//   S^T (16 tokens x 16 rows) = K (16 tokens x D) q^T (D x 16 rows), in D / 16
+//       steps: lane l loads a quarter of D (D / 4 contiguous elements, from
+//       element D / 4 (l / 16)) of token l % 16, and holds the same quarter of
+//       q row l % 16; step s takes elements 4s .. 4s + 3 of the quarter (any
+//       order of D serves both operands alike). The result leaves lane l the
+//       scores of row l % 16 for tokens 4 (l / 16) .. + 3: four scores of one row.
+//   O (16 rows x D) += P (16 rows x 16 tokens) V (16 tokens x D), D / 16 column
+//       tiles: those scores, as probabilities rounded to the KV type, are P's
+//       layout as the A operand already (row l % 16, tokens 4 (l / 16) + e), and
+//       lane l loads V for the same four tokens, elements D / 16 (l % 16) ..+ D/16
+//       (one or two 16-byte loads each), so that column tile t is the elements
+//       D / 16 c + t of lane column c: the four tokens' values of one element
+//       are paired into the B operand's two words with shifts and masks, no LDS.
+//   Lane l then holds O rows 4 (l / 16) .. + 3 at elements D / 16 (l % 16) + t.
+// The online softmax is per row: a row's 16 scores of a tile sit in four lanes
+// (l % 16 the same), so its max is two exchanges (xor 16, 32); the rescale of
+// O's rows takes each row's factor from the lane that holds it (four exchanges
+// a chunk). The row sums add the rounded probabilities, the ones P.V used.
+//
+// Loads as on the SIMT path: unconditional, from tokens clamped into the
+// segment (a token past the end reads the last valid one, a chunk wholly past it
+// the segment's first), two register sets taking turns so the next chunk is in
+// flight while this one is used, page-table entries read two chunks ahead. What
+// a clamped token brings is masked (score -inf, p = 0, and its data are the
+// segment's own, finite where the caller's are): nothing at or past the valid
+// length is read, so its bytes (NaN, Inf, garbage) never reach P.V.
+#ifndef INGOT_AD_SPLIT_MFMA_H
+#define INGOT_AD_SPLIT_MFMA_H
+
+#include "ingot_ad_addressing.h"
+#include "ingot_ad_params.h"
+#include "ingot_ad_split_finish.h"
+#include "ingot_ad_traits.h"
+#include "ingot_arch.h"
+
+namespace ingot {
+
+// Token `off` of the wave's chunk at tok0, clamped into [begin, end) as
+// ClampedPages::clamp does (needs begin < end).
+INGOT_DEVICE int clamp_token(int tok0, int off, int begin, int end) {
+  const int pos = tok0 >= end ? begin + off : tok0 + off;
+  return pos < end ? pos : end - 1;
+}
+
+// Word i (0..3) of a 16-byte load.
+INGOT_DEVICE u32 word_of(const u32x4 &w, int i) { return i == 0 ? w.x : i == 1 ? w.y : i == 2 ? w.z : w.w; }
+
+// The page-table entries of the tokens a lane of the matrix-core path loads
+// (paged KV): its K token of each tile (16 n + l % 16) and its four V tokens
+// (16 n + 4 (l / 16) + j), read two chunks ahead, unconditionally, from clamped
+// tokens, so that no load waits on a branch (the SIMT path's ClampedPages, with
+// this path's tokens).
+template <class T>
+struct MfmaPages {
+  static constexpr int NT = T::kChunk / 16, N = 5 * NT;
+  const int *table;
+  int begin, end, shift, c16, q4;
+  int ent[2][N];
+  INGOT_DEVICE MfmaPages(const int *page_table, long long page_table_stride, int b, int page_size,
+                         const Lengths &seg, int wave, int lane)
+      : table(T::kPaged ? page_table + b * page_table_stride : nullptr), begin(seg.begin), end(seg.end),
+        shift(T::kPaged ? 31 - __builtin_clz((unsigned)page_size) : 0), c16(lane % 16), q4(lane / 16) {
+    if constexpr (T::kPaged) {
+      if (seg.begin < seg.end) {  // an empty segment loads nothing
+        const int first = seg.begin + wave * T::kChunk;
+        fetch(first, ent[0]);
+        fetch(first + T::kTile, ent[1]);
+      }
+    }
+  }
+  // Entry i: K token of tile i (i < NT), else V token j of tile n (i = NT + 4 n + j).
+  INGOT_DEVICE int offset(int i) const {
+    return i < NT ? 16 * i + c16 : 16 * ((i - NT) / 4) + 4 * q4 + (i - NT) % 4;
+  }
+  INGOT_DEVICE void fetch(int tok0, int (&e)[N]) const {
+#pragma unroll
+    for (int i = 0; i < N; ++i) e[i] = load_dep(table + (clamp_token(tok0, offset(i), begin, end) >> shift));
+  }
+  // The entries of the chunk at tok0 (the wave's chunks in order, one call each).
+  INGOT_DEVICE void pages(int tok0, int (&out)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) out[i] = ent[0][i], ent[0][i] = ent[1][i];
+    fetch(tok0 + 2 * T::kTile, ent[1]);
+  }
+};
+
+// pc: the piece a balanced workgroup runs (decode_split_balanced), nullptr in a
+// uniform plan (sequence block_z(), segment `split`).
+template <class T>
+INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
+  constexpr int R = T::kRows, D = T::kHeadDim, DT = T::kDType;
+  constexpr int NT = T::kChunk / 16;  // 16-token tiles of a wave's chunk
+  constexpr int KE = D / 4;           // K (and q) elements a lane holds of a token: a quarter of D
+  constexpr int KL = KE / 8;          // their 16-byte loads
+  constexpr int KS = D / 16;          // q.K^T steps (4 elements of each quarter), and P.V column tiles
+  constexpr int VL = KS / 8;          // 16-byte loads of a token's V elements a lane holds (D / 16)
+  static_assert(T::kUseMfma && KS % 8 == 0 && R <= 16 && T::kChunk % 16 == 0, "the matrix-core path's shapes");
+  INGOT_SHARED SplitShared<T> sh;
+
+  const int tid = thread_id();
+  const int wave = tid / kWaveSize, lane = tid % kWaveSize;
+  const int c16 = lane % 16, q4 = lane / 16;
+  const SplitBlock blk = split_block<T>(group, sq, num_kv_heads);
+  const int row0 = blk.row0, hkv = blk.hkv, split = blk.split;
+  const int b = pc != nullptr ? pc->b : block_z();
+
+  grid_dependency_wait();
+
+  // q row c16 of this workgroup's rows (past ROWS or past group x sq: a padding
+  // row, zeros, never live), this lane's quarter of it. Every lane loads, a
+  // padding row's lanes the block's first row (always a real one), and drops it:
+  // loads straight, not in exec-masked branches, so they and the length's go
+  // out together and share one round trip.
+  const RowPos rp = row_pos(row0 + c16, group);
+  const bool row_ok = c16 < R && rp.i < sq;
+  u32x4 qw[KL];
+  {
+    const RowPos src = row_ok ? rp : row_pos(row0, group);
+    const char *qp = static_cast<const char *>(q) +
+                     2 * (b * q_stride_b + ((long long)hkv * group + src.g) * q_stride_h +
+                          (long long)src.i * q_stride_s + q4 * KE);
+#pragma unroll
+    for (int n = 0; n < KL; ++n) qw[n] = load16_dep_if(qp + 16 * n, true);
+  }
+  const Lengths seg = pc != nullptr ? pc->seg : segment<T>(seq_lens, b, capacity, split, num_splits);
+  const int limit = row_ok ? row_limit(rp, seg.valid, sq, flags) : 0;  // keys (exclusive) row c16 sees
+  const float qscale = scale * kLog2e;  // scores in log2 units, scaled in fp32 after the product
+  u32 qb[KS][2];  // q as the B operand of step s: elements 4s .. 4s + 3 of the quarter (0: padding)
+#pragma unroll
+  for (int s = 0; s < KS; ++s) {
+    qb[s][0] = row_ok ? word_of(qw[s / 2], (2 * s) % 4) : 0u;
+    qb[s][1] = row_ok ? word_of(qw[s / 2], (2 * s) % 4 + 1) : 0u;
+  }
+
+  float run_max = kNegInf, run_sum = 0.f;  // row c16's (the same in its four lanes; the sum is per lane)
+  float acc[KS][4];                        // O rows 4 q4 + r, element KS c16 + t
+#pragma unroll
+  for (int t = 0; t < KS; ++t)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) acc[t][r] = 0.f;
+
+  const char *kbase = static_cast<const char *>(k) + 2 * (hkv * k_stride_h + q4 * KE);
+  const char *vbase = static_cast<const char *>(v) + 2 * (hkv * v_stride_h + KS * c16);
+  if (!T::kPaged) {
+    kbase += 2 * b * k_stride_b;
+    vbase += 2 * b * v_stride_b;
+  }
+  MfmaPages<T> pages(page_table, page_table_stride, b, page_size, seg, wave, lane);
+
+  // The wave's chunk at tok0: lane l's K quarter of token 16 n + c16 and its V
+  // elements of tokens 16 n + 4 q4 + j, every lane unconditionally from a
+  // clamped token (see above).
+  auto load_chunk = [&](int tok0, u32x4 (&kw)[NT][KL], u32x4 (&vw)[NT][4][VL]) {
+    int pg[MfmaPages<T>::N] = {};
+    if constexpr (T::kPaged) pages.pages(tok0, pg);
+    // Entry i's token, and its element offset from kbase / vbase (stride_b: K's or V's).
+    auto offset_of = [&](int i, long long stride_b, long long stride_t) -> long long {
+      const int tok = clamp_token(tok0, pages.offset(i), seg.begin, seg.end);
+      if (T::kPaged) return pg[i] * stride_b + (long long)(tok & (page_size - 1)) * stride_t;
+      return (long long)tok * stride_t;
+    };
+#pragma unroll
+    for (int n = 0; n < NT; ++n) {
+      const long long off = offset_of(n, k_stride_b, k_stride_t);
+#pragma unroll
+      for (int l = 0; l < KL; ++l) kw[n][l] = load16(kbase + 2 * off + 16 * l);
+    }
+#pragma unroll
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const long long off = offset_of(NT + 4 * n + j, v_stride_b, v_stride_t);
+#pragma unroll
+        for (int l = 0; l < VL; ++l) vw[n][j][l] = load16(vbase + 2 * off + 16 * l);
+      }
+  };
+
+  auto step = [&](int tok0, const u32x4 (&kw)[NT][KL], const u32x4 (&vw)[NT][4][VL]) {
+    float sc[NT][4];  // row c16's scores of tokens 16 n + 4 q4 + r
+#pragma unroll
+    for (int n = 0; n < NT; ++n) {
+      float c[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int s = 0; s < KS; ++s) {
+        const u32 a[2] = {word_of(kw[n][s / 2], (2 * s) % 4), word_of(kw[n][s / 2], (2 * s) % 4 + 1)};
+        mfma16<DT>(c, a, qb[s]);
+      }
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int pos = tok0 + 16 * n + 4 * q4 + r;
+        sc[n][r] = pos < seg.end && pos < limit ? c[r] * qscale : kNegInf;
+      }
+    }
+    // One rescale per chunk: the row's max over its four lanes.
+    float m = run_max;
+#pragma unroll
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) m = max32(m, sc[n][r]);
+    m = max32(m, shfl_xor(m, 16));
+    m = max32(m, shfl_xor(m, 32));
+    // A row with nothing live so far keeps 0 as its reference: exp2(-inf - 0) = 0, no NaN.
+    const float ref = m == kNegInf ? 0.f : m;
+    const float alpha = fast_exp2(run_max - ref);
+    run_max = m;
+    run_sum *= alpha;
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {  // O row 4 q4 + r takes the factor of the lanes of that row
+      const float ar = bits_to_float((u32)shfl_idx((int)float_to_bits(alpha), 4 * q4 + r));
+#pragma unroll
+      for (int t = 0; t < KS; ++t) acc[t][r] *= ar;
+    }
+#pragma unroll
+    for (int n = 0; n < NT; ++n) {
+      u32 h[4];
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        h[r] = pack1<DT>(fast_exp2(sc[n][r] - ref));
+        run_sum += DT == kBF16 ? bits_to_float(h[r] << 16) : half_to_float((u16)h[r]);
+      }
+      const u32 pa[2] = {h[0] | (h[1] << 16), h[2] | (h[3] << 16)};
+#pragma unroll
+      for (int t = 0; t < KS; ++t) {
+        // Element KS c16 + t of the four tokens: the low half of word t / 2 for even t, else the high.
+        u32 w[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) w[j] = word_of(vw[n][j][t / 8], (t / 2) % 4);
+        u32 bw[2];
+        if (t % 2 == 0) {
+          bw[0] = (w[0] & 0xffffu) | (w[1] << 16);
+          bw[1] = (w[2] & 0xffffu) | (w[3] << 16);
+        } else {
+          bw[0] = (w[0] >> 16) | (w[1] & 0xffff0000u);
+          bw[1] = (w[2] >> 16) | (w[3] & 0xffff0000u);
+        }
+        mfma16<DT>(acc[t], pa, bw);
+      }
+    }
+  };
+
+  u32x4 ka[NT][KL], va[NT][4][VL], kb[NT][KL], vb[NT][4][VL];
+  if (seg.begin < seg.end) {  // an empty segment loads nothing (clamped loads need a token)
+    load_chunk(seg.begin + wave * T::kChunk, ka, va);
+    for (int tile = seg.begin; tile < seg.end; tile += 2 * T::kTile) {
+      const int tok0 = tile + wave * T::kChunk;
+      load_chunk(tok0 + T::kTile, kb, vb);
+      step(tok0, ka, va);
+      if (tile + T::kTile >= seg.end) break;
+      load_chunk(tok0 + 2 * T::kTile, ka, va);
+      step(tok0 + T::kTile, kb, vb);
+    }
+  }
+
+  // The row's sum over its four lanes; then the wave's (max, sum, acc) to LDS.
+  run_sum += shfl_xor(run_sum, 16);
+  run_sum += shfl_xor(run_sum, 32);
+  if (q4 == 0 && c16 < R) {
+    sh.wave_max[wave][c16] = run_max;
+    sh.wave_sum[wave][c16] = run_sum;
+  }
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int row = 4 * q4 + r;
+    if (row < R) {
+#pragma unroll
+      for (int t = 0; t < KS; ++t) sh.wave_acc[wave][row][KS * c16 + t] = acc[t][r];
+    }
+  }
+  // As on the SIMT path: this workgroup's loads are done.
+  launch_dependents();
+  finish_split<T>(sh, tid, b, hkv, split, row0, pc, INGOT_AD_ARGS);
+}
+
+}  // namespace ingot
+
+#endif  // INGOT_AD_SPLIT_MFMA_H
