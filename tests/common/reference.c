@@ -15,6 +15,7 @@
 #include "reference.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -214,4 +215,21 @@ size_t ingot_reference_compare(const uint16_t *out, ingot_dtype dtype, const flo
   }
   if (max_err != NULL) *max_err = worst;
   return failures;
+}
+
+size_t ingot_ref_mfma16_check(const uint16_t *a, const uint16_t *b, const float *c, const float *d,
+                              ingot_dtype dtype, const char *what, double *max_err) {
+  size_t bad = 0;
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 16; ++j) {
+      double want = c[i * 16 + j];
+      for (int k = 0; k < 16; ++k)
+        want += (double)ingot_ref_to_float(a[i * 16 + k], dtype) * (double)ingot_ref_to_float(b[k * 16 + j], dtype);
+      const double got = d[i * 16 + j], err = fabs(got - want);
+      if (err > *max_err || err != err) *max_err = err;
+      if (!(err <= 1e-5 * (1.0 + fabs(want)))) {
+        if (bad++ < 4) fprintf(stderr, "FAIL: %s D[%d][%d] = %.9g, expected %.9g\n", what, i, j, got, want);
+      }
+    }
+  return bad;
 }

@@ -32,6 +32,15 @@ int ingot_reference_decode(const ingot_attention_graph *g, const uint16_t *q, co
 size_t ingot_reference_compare(const uint16_t *out, ingot_dtype dtype, const float *ref, size_t n,
                                double atol, double rtol, double *max_err);
 
+/* The matrix-core emulation's self-test (tests/gpu: wave64_sim on the CPU,
+ * test_gpu_wave64 on the H200): d, one 16 x 16 result of D = C + A B that mfma16
+ * gave (a [i][k] and b [k][j] row-major 16-bit values of dtype, c and d float),
+ * against the float64 product: |d - want| <= 1e-5 (1 + |want|), NaN never
+ * passes. Prints the first few failures to stderr naming `what`; returns the
+ * number of failures, and raises *max_err to the largest |d - want|. */
+size_t ingot_ref_mfma16_check(const uint16_t *a, const uint16_t *b, const float *c, const float *d,
+                              ingot_dtype dtype, const char *what, double *max_err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -192,6 +192,28 @@ def load_kdp(pack_dir):
         return json.load(f)
 
 
+_LISTINGS = {}
+
+
+def amd_listing(path, arch):
+    """llvm-objdump -d of one AMD code object, disassembled once per file state (path, size, mtime)
+    however many tests read it."""
+    st = os.stat(path)
+    key = (path, arch, st.st_size, st.st_mtime_ns)
+    if key not in _LISTINGS:
+        _LISTINGS[key] = subprocess.run([OBJDUMP, "-d", f"--mcpu={arch}", path], check=True,
+                                        capture_output=True, text=True).stdout
+    return _LISTINGS[key]
+
+
+def amd_objects(pack_dir):
+    """(kernel descriptor, arch, object record, path) of every AMD code object of a packaged pack."""
+    for kd in load_kdp(pack_dir)["kernelDescriptors"]:
+        for arch, obj in sorted(kd["kernel_source"]["objects"].items()):
+            if arch in AMD:
+                yield kd, arch, obj, os.path.join(pack_dir, obj["path"])
+
+
 def has_sm90(pack_dir):
     return any("sm_90" in kd["kernel_source"]["objects"] for kd in load_kdp(pack_dir)["kernelDescriptors"])
 
@@ -276,9 +298,7 @@ class BuiltPackTest(unittest.TestCase):
     def test_amd_code_objects_use_no_flat_or_scratch_memory_instructions(self):
         problems, seen = [], 0
         for path in sorted(glob.glob(os.path.join(PACK, "code", "gfx9*", "*.co"))):
-            arch = os.path.basename(os.path.dirname(path))
-            listing = subprocess.run([OBJDUMP, "-d", f"--mcpu={arch}", path], check=True,
-                                     capture_output=True, text=True).stdout
+            listing = amd_listing(path, os.path.basename(os.path.dirname(path)))
             self.assertIn("global_load_dwordx4", listing, path)  # the listing is real ISA
             problems += amd_memory_problems(listing, os.path.relpath(path, PACK))
             seen += 1
@@ -291,20 +311,16 @@ class BuiltPackTest(unittest.TestCase):
         # chunk's K and V loads (2 x tokens_per_wave / tokens per load) are in flight.
         by_name = {inst.name: inst for inst in self.pack.instances}
         shares, problems = [], []
-        for kd in load_kdp(PACK)["kernelDescriptors"]:
+        for kd, arch, _obj, path in amd_objects(PACK):
             inst = by_name[kd["name"]]
-            for arch, obj in sorted(kd["kernel_source"]["objects"].items()):
-                if arch not in AMD:
-                    continue
-                listing = subprocess.run([OBJDUMP, "-d", f"--mcpu={arch}", os.path.join(PACK, obj["path"])],
-                                         check=True, capture_output=True, text=True).stdout
-                chunk = 2 * inst.tokens_per_wave // inst.tokens_per_load(ARCHS[arch])
-                for entry in ("split", "balanced_split"):  # the same split loop, in both
-                    share, valu = loop_pipeline(split_body(listing, kd["kernel_source"]["symbols"][entry]), chunk)
-                    shares.append(share)
-                    if share < (MIN_PIPELINE_SHARE_ONE_ROW if inst.rows == 1 else MIN_PIPELINE_SHARE) or valu == 0:
-                        problems.append(f"{kd['name']} {arch} {entry}: {share:.0%} of {valu} loop VALU "
-                                        f"instructions with {chunk} loads in flight")
+            listing = amd_listing(path, arch)
+            chunk = 2 * inst.tokens_per_wave // inst.tokens_per_load(ARCHS[arch])
+            for entry in ("split", "balanced_split"):  # the same split loop, in both
+                share, valu = loop_pipeline(split_body(listing, kd["kernel_source"]["symbols"][entry]), chunk)
+                shares.append(share)
+                if share < (MIN_PIPELINE_SHARE_ONE_ROW if inst.rows == 1 else MIN_PIPELINE_SHARE) or valu == 0:
+                    problems.append(f"{kd['name']} {arch} {entry}: {share:.0%} of {valu} loop VALU "
+                                    f"instructions with {chunk} loads in flight")
         self.assertGreater(len(shares), 0)
         print(f"\n{len(shares)} AMD splits: {min(shares):.0%}..{max(shares):.0%} of the loop's math with a "
               "chunk in flight", end=" ")
@@ -313,24 +329,21 @@ class BuiltPackTest(unittest.TestCase):
     @unittest.skipUnless(os.access(OBJDUMP, os.X_OK), f"{OBJDUMP} not installed")
     def test_amd_matrix_core_kernels_use_mfma_and_no_other_does(self):
         # Issue 26: the splits the generator says run the matrix-core path (uses_mfma: math auto,
-        # head dim 128 or 256, at least 4 rows, 16-token tiles) issue v_mfma in their token loop,
-        # both entry points, on gfx942 and gfx950; every other AMD entry point issues none.
+        # bf16, head dim 128 or 256, at least 4 rows, 16-token tiles) issue v_mfma, both entry
+        # points, on gfx942 and gfx950; every other AMD entry point issues none (the MFMA counts of
+        # amd_register_moves, what the packaging reads too).
         by_name = {inst.name: inst for inst in self.pack.instances}
         problems, counts = [], {True: 0, False: 0}
-        for kd in load_kdp(PACK)["kernelDescriptors"]:
+        for kd, arch, _obj, path in amd_objects(PACK):
             inst = by_name[kd["name"]]
-            for arch, obj in sorted(kd["kernel_source"]["objects"].items()):
-                if arch not in AMD:
-                    continue
-                listing = subprocess.run([OBJDUMP, "-d", f"--mcpu={arch}", os.path.join(PACK, obj["path"])],
-                                         check=True, capture_output=True, text=True).stdout
-                for entry, symbol in kd["kernel_source"]["symbols"].items():
-                    want = inst.uses_mfma(ARCHS[arch]) and entry in ("split", "balanced_split")
-                    mfma = split_body(listing, symbol).count("v_mfma_f32_16x16x16")
-                    counts[want] += 1
-                    if (mfma > 0) != want:
-                        problems.append(f"{kd['name']} {arch} {entry}: {mfma} v_mfma (expected "
-                                        f"{'some' if want else 'none'})")
+            moves = amd_register_moves(path, OBJDUMP, arch)
+            for entry, symbol in kd["kernel_source"]["symbols"].items():
+                want = inst.uses_mfma(ARCHS[arch]) and entry in ("split", "balanced_split")
+                mfma = moves[symbol][1]
+                counts[want] += 1
+                if (mfma > 0) != want:
+                    problems.append(f"{kd['name']} {arch} {entry}: {mfma} MFMA instructions (expected "
+                                    f"{'some' if want else 'none'})")
         print(f"\n{counts[True]} AMD splits on the matrix cores, {counts[False]} entry points without", end=" ")
         self.assertGreater(counts[True], 0, "no AMD kernel takes the matrix-core path")
         self.assertEqual(problems, [])
@@ -340,9 +353,7 @@ class BuiltPackTest(unittest.TestCase):
         kd = next(k for k in load_kdp(PACK)["kernelDescriptors"] if k["name"] == "attention_decode_bf16_d128_g4_sq1_contig_w4t16_tc")
         arch = next(a for a in sorted(kd["kernel_source"]["objects"]) if a in AMD)
         inst = next(i for i in self.pack.instances if i.name == kd["name"])
-        listing = subprocess.run([OBJDUMP, "-d", f"--mcpu={arch}",
-                                  os.path.join(PACK, kd["kernel_source"]["objects"][arch]["path"])],
-                                 check=True, capture_output=True, text=True).stdout
+        listing = amd_listing(os.path.join(PACK, kd["kernel_source"]["objects"][arch]["path"]), arch)
         body = split_body(listing, kd["kernel_source"]["symbols"]["split"])
         chunk = 2 * inst.tokens_per_wave // inst.tokens_per_load(ARCHS[arch])
         self.assertGreaterEqual(loop_pipeline(body, chunk)[0], MIN_PIPELINE_SHARE)
@@ -359,23 +370,18 @@ class BuiltPackTest(unittest.TestCase):
         # Read apart from the packaging step: a split whose disassembly moves values
         # through AGPRs without any MFMA records each AGPR it uses as a spill.
         seen = 0
-        for kd in load_kdp(PACK)["kernelDescriptors"]:
-            for arch, obj in sorted(kd["kernel_source"]["objects"].items()):
-                if arch not in AMD:
-                    continue
-                path = os.path.join(PACK, obj["path"])
-                listing = subprocess.run([OBJDUMP, "-d", f"--mcpu={arch}", path], check=True,
-                                         capture_output=True, text=True).stdout
-                moves = amd_register_moves(path, OBJDUMP, arch)
-                for entry, symbol in kd["kernel_source"]["symbols"].items():
-                    r = obj["resources"][entry]
-                    body = listing.split(f"<{symbol}>:", 1)[1].split("\n\n", 1)[0]
-                    parked = "v_accvgpr_write_b32" in body and "v_mfma" not in body
-                    with self.subTest(kernel=kd["name"], arch=arch, entry=entry):
-                        self.assertEqual(moves[symbol][0] > 0 and moves[symbol][1] == 0, parked)
-                        self.assertEqual(r["agpr_spill"], r["agpr"] if parked else 0)
-                        self.assertLessEqual(r["agpr"], r["vgpr"])  # .vgpr_count holds the AGPRs
-                        seen += parked
+        for kd, arch, obj, path in amd_objects(PACK):
+            listing = amd_listing(path, arch)
+            moves = amd_register_moves(path, OBJDUMP, arch)
+            for entry, symbol in kd["kernel_source"]["symbols"].items():
+                r = obj["resources"][entry]
+                body = split_body(listing, symbol)
+                parked = "v_accvgpr_write_b32" in body and "v_mfma" not in body
+                with self.subTest(kernel=kd["name"], arch=arch, entry=entry):
+                    self.assertEqual(moves[symbol][0] > 0 and moves[symbol][1] == 0, parked)
+                    self.assertEqual(r["agpr_spill"], r["agpr"] if parked else 0)
+                    self.assertLessEqual(r["agpr"], r["vgpr"])  # .vgpr_count holds the AGPRs
+                    seen += parked
         self.assertGreater(seen, 0, "no AMD kernel parks values in AGPRs: update KNOWN_AMD_AGPR_SPILLS")
 
     def test_sm90_spills_only_in_the_head_dim_256_rings(self):
@@ -478,8 +484,7 @@ class BuiltPackTest(unittest.TestCase):
         # A real listing passes; the same with a flat load and a scratch store spliced
         # into its split (as a generic pointer or a stack spill would put there) does not.
         path = sorted(glob.glob(os.path.join(PACK, "code", "gfx942", "*.co")))[0]
-        listing = subprocess.run([OBJDUMP, "-d", "--mcpu=gfx942", path], check=True, capture_output=True,
-                                 text=True).stdout
+        listing = amd_listing(path, "gfx942")
         self.assertEqual(amd_memory_problems(listing, "x.co"), [])
         first = listing.index("global_load_dwordx4")
         bad = (listing[:first] + "flat_load_dwordx4 v[6:9], v[6:7]\n\t" + listing[first:]

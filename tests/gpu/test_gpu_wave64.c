@@ -317,21 +317,9 @@ static int run_mfma_selftest(const char *cubin, void *stream, size_t *compared) 
   }
   for (int w = 0; w < 4; ++w) {
     const ingot_dtype dt = w % 2 ? INGOT_DTYPE_FP16 : INGOT_DTYPE_BF16;
-    for (int i = 0; i < 16; ++i)
-      for (int j = 0; j < 16; ++j) {
-        double want = c[w * 256 + i * 16 + j];
-        for (int k = 0; k < 16; ++k)
-          want += (double)ingot_ref_to_float(a[w * 256 + i * 16 + k], dt) *
-                  (double)ingot_ref_to_float(b[w * 256 + k * 16 + j], dt);
-        const double got = d[w * 256 + i * 16 + j], err = fabs(got - want);
-        if (err > max_err || err != err) max_err = err;
-        if (!(err <= 1e-5 * (1.0 + fabs(want)))) {
-          if (failures < 8)
-            fprintf(stderr, "FAIL: mfma self-test %s wave %d D[%d][%d] = %.9g, expected %.9g\n",
-                    dt == INGOT_DTYPE_FP16 ? "fp16" : "bf16", w, i, j, got, want);
-          ++failures;
-        }
-      }
+    failures += (int)ingot_ref_mfma16_check(a + w * 256, b + w * 256, c + w * 256, d + w * 256, dt,
+                                            dt == INGOT_DTYPE_FP16 ? "mfma self-test fp16" : "mfma self-test bf16",
+                                            &max_err);
   }
   *compared += kM;
   printf("%s: self-test of the matrix-core emulation (mfma16, bf16 and fp16, 4 waves): %d values, %d off the "

@@ -90,28 +90,17 @@ extern "C" __global__ void __launch_bounds__(kSelfTestThreads)
 }
 
 // The matrix-core emulation (templates/ingot_mfma_emulated.h), per layout it
-// claims: wave w of 4 runs mfma16<w % 2> (bf16, fp16) on its own matrices. a and b
-// are row-major 16 x 16 matrices of 16-bit values ([w][i][k], [w][k][j]), c and d
-// 16 x 16 floats; each lane builds its operand words from AMD's layout (A[i][k] in
-// lane 16 (k / 4) + i, element k % 4, two per word, low half first; B[k][j] in
-// lane 16 (k / 4) + j) and writes D[i][j] from lane 16 (i / 4) + j, register
-// i % 4. test_gpu_wave64.c compares d with the float64 product.
+// claims: wave w of 4 runs mfma16<w % 2> (bf16, fp16) on its own matrices (a, b:
+// [w][16][16] 16-bit values; c, d: [w][16][16] floats) through mfma_case_lane
+// (wave64_mfma_case.h: AMD's operand and result layout); test_gpu_wave64.c
+// checks d against the float64 product.
+#include "wave64_mfma_case.h"
+
 extern "C" __global__ void __launch_bounds__(kSelfTestThreads)
     wave64_mfma_selftest(const unsigned short *a, const unsigned short *b, const float *c, float *d) {
-  using namespace ingot;
-  const int tid = thread_id(), w = tid / 64, l = tid % 64, j = l % 16, q4 = l / 16;
-  const unsigned short *A = a + w * 256, *B = b + w * 256;
-  u32 aw[2], bw[2];
-  for (int word = 0; word < 2; ++word) {
-    const int k0 = 4 * q4 + 2 * word;
-    aw[word] = A[j * 16 + k0] | ((u32)A[j * 16 + k0 + 1] << 16);
-    bw[word] = B[k0 * 16 + j] | ((u32)B[(k0 + 1) * 16 + j] << 16);
-  }
-  float acc[4];
-  for (int r = 0; r < 4; ++r) acc[r] = c[w * 256 + (4 * q4 + r) * 16 + j];
+  const int tid = ingot::thread_id(), w = tid / 64, o = w * 256;
   if (w % 2 == 0)  // wave-uniform: each wave's 64 lanes take the same branch
-    mfma16<0>(acc, aw, bw);
+    mfma_case_lane<0>(a + o, b + o, c + o, d + o, tid % 64);
   else
-    mfma16<1>(acc, aw, bw);
-  for (int r = 0; r < 4; ++r) d[w * 256 + (4 * q4 + r) * 16 + j] = acc[r];
+    mfma_case_lane<1>(a + o, b + o, c + o, d + o, tid % 64);
 }

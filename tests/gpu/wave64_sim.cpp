@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "reference.h"
+#include "wave64_mfma_case.h"
 
 #define INGOT_KERNEL(threads, occupancy) static
 #include WAVE64_SIM_INSTANCES_DECL
@@ -381,56 +382,34 @@ const Instance kInstances[] = {
 
 // The matrix-core emulation (templates/ingot_mfma_emulated.h) against a plain
 // matrix product, for each layout it claims (bf16 and fp16 operands): per wave
-// of a 4-wave workgroup its own random A, B and C, each lane's operand words
-// built from AMD's layout (A[i][k] in lane 16 (k / 4) + i, element k % 4; B[k][j]
-// in lane 16 (k / 4) + j; D[i][j] in lane 16 (i / 4) + j, register i % 4), D
-// read back through the same layout and compared with the float64 product.
+// of a 4-wave workgroup its own random A, B and C through mfma_case_lane
+// (wave64_mfma_case.h, the H200 self-test's too), D checked against the float64
+// product (ingot_ref_mfma16_check).
 int mfma_selftest(Stats &st) {
-  constexpr int kWaves = 4, N = 16;
+  constexpr int kWaves = 4, M = 256;
   int failures = 0;
   Pool pool(64 * kWaves);
   for (int dt = 0; dt < 2; ++dt) {
     const ingot_dtype dtype = dt == 0 ? INGOT_DTYPE_BF16 : INGOT_DTYPE_FP16;
-    std::vector<uint16_t> a(kWaves * N * N), b(kWaves * N * N);
-    std::vector<float> c(kWaves * N * N), d(kWaves * N * N, std::nanf(""));
+    std::vector<uint16_t> a(kWaves * M), b(kWaves * M);
+    std::vector<float> c(kWaves * M), d(kWaves * M, std::nanf(""));
     for (auto &x : a) x = ingot_ref_from_float(uniform(-2.f, 2.f), dtype);
     for (auto &x : b) x = ingot_ref_from_float(uniform(-2.f, 2.f), dtype);
     for (auto &x : c) x = uniform(-4.f, 4.f);
     const int grid[3] = {1, 1, 1};
     pool.launch(grid, [&] {
-      const int tid = ingot::thread_id(), w = tid / 64, l = tid % 64, j = l % 16, q4 = l / 16;
-      const uint16_t *A = &a[w * N * N], *B = &b[w * N * N];  // row-major [i][k], [k][j]
-      ingot::u32 aw[2], bw[2];
-      for (int word = 0; word < 2; ++word) {
-        const int k0 = 4 * q4 + 2 * word;  // elements 2 word, 2 word + 1 of this lane
-        aw[word] = A[j * N + k0] | ((ingot::u32)A[j * N + k0 + 1] << 16);
-        bw[word] = B[k0 * N + j] | ((ingot::u32)B[(k0 + 1) * N + j] << 16);
-      }
-      float acc[4];
-      for (int r = 0; r < 4; ++r) acc[r] = c[w * N * N + (4 * q4 + r) * N + j];
+      const int tid = ingot::thread_id(), o = tid / 64 * M;
       if (dt == 0)
-        ingot::mfma16<0>(acc, aw, bw);
+        mfma_case_lane<0>(&a[o], &b[o], &c[o], &d[o], tid % 64);
       else
-        ingot::mfma16<1>(acc, aw, bw);
-      for (int r = 0; r < 4; ++r) d[w * N * N + (4 * q4 + r) * N + j] = acc[r];
+        mfma_case_lane<1>(&a[o], &b[o], &c[o], &d[o], tid % 64);
     });
-    for (int w = 0; w < kWaves; ++w)
-      for (int i = 0; i < N; ++i)
-        for (int jj = 0; jj < N; ++jj) {
-          double want = c[w * N * N + i * N + jj];
-          for (int k = 0; k < N; ++k)
-            want += (double)ingot_ref_to_float(a[w * N * N + i * N + k], dtype) *
-                    (double)ingot_ref_to_float(b[w * N * N + k * N + jj], dtype);
-          const double got = d[w * N * N + i * N + jj], err = std::fabs(got - want);
-          ++st.compared;
-          if (!(err <= 1e-5 * (1.0 + std::fabs(want)))) {
-            if (++st.failed <= 5)
-              std::printf("  mfma16 %s wave %d D[%d][%d] = %.9g, want %.9g\n", dt ? "fp16" : "bf16", w, i, jj, got,
-                          want);
-            failures = 1;
-          }
-          if (err > st.max_err) st.max_err = err;
-        }
+    for (int w = 0; w < kWaves; ++w) {
+      const size_t bad = ingot_ref_mfma16_check(&a[w * M], &b[w * M], &c[w * M], &d[w * M], dtype,
+                                                dt ? "mfma16 fp16" : "mfma16 bf16", &st.max_err);
+      st.compared += M, st.failed += bad;
+      failures += bad != 0;
+    }
   }
   return failures;
 }
