@@ -308,10 +308,7 @@ class DecodePlan:
         if ws is None and self.workspace_size:
             ws = self.workspace(torch.cuda.current_stream(q.device))
         try:
-            if ws is None:
-                self._plan.execute_checked(b, None, 0, stream)
-            else:
-                self._plan.execute_checked(b, ws.data_ptr(), self.workspace_size, stream)
+            self._plan.execute_checked(b, ws.data_ptr() if ws is not None else None, self.workspace_size, stream)
         except IngotError as e:
             raise IngotError(f"DecodePlan.run: {e}") from None
         return (out, lse) if self.return_lse else out
@@ -391,13 +388,11 @@ def decode(q, k_cache, v_cache, seq_lens, page_table=None, causal=False, return_
             raise IngotError(f"decode: scale = {scale!r} (allowed: None or a finite number)")
         plan = DecodePlan(q, k_cache, v_cache, seq_lens, page_table=page_table, causal=causal,
                           return_lse=return_lse, scale=scale, capacity=capacity, context=context)
-        if key is None:  # what the key is made of passed the checks, so it is hashable now
-            key = _decode_key(torch, q, k_cache, v_cache, seq_lens, page_table, causal, return_lse, scale,
-                              capacity, context)
-        with _lock:
-            _plans[key] = plan
-            while len(_plans) > PLAN_CACHE_SIZE:
-                _plans.popitem(last=False)
+        if key is not None:  # (None: an argument no key holds, planned afresh each call)
+            with _lock:
+                _plans[key] = plan
+                while len(_plans) > PLAN_CACHE_SIZE:
+                    _plans.popitem(last=False)
     try:
         return plan.run(q, k_cache, v_cache, seq_lens, page_table=page_table, out=out, lse=lse)
     except IngotError as e:
