@@ -36,7 +36,7 @@ struct DecodeTraits {
   // lane is whole 16-byte loads (D / 16 a multiple of 8), at least 4 rows, 16-token
   // tiles. generator/ingot/families/attention_decode.py (uses_mfma) says the same.
   // (fp16 compiles, and passes the CPU simulation, but clang 22 schedules its loop
-  // with a chunk in flight for only half of its math: docs/decisions/amd-mfma-fp16.md.)
+  // with a chunk in flight for only half of its math: docs/decisions/0024-amd-mfma-fp16.md.)
   static constexpr bool kMfmaFits =
       DTYPE_ == kBF16 && HEAD_DIM_ % 128 == 0 && ROWS_ >= 4 && TOKENS_PER_WAVE_ % 16 == 0;
   static constexpr bool kUseMfma = MATH_ == kMathAuto && kHasMfma && kMfmaFits;
