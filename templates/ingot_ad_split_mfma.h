@@ -1,7 +1,8 @@
 // ingot_ad_split_mfma.h: the matrix-core split kernel (decode_split_mfma), AMD's
 // path where a workgroup's rows fill a 16-row matrix tile well enough (traits
-// kUseMfma: bf16, at least 4 rows, head dim 128 or 256). It runs on gfx942 and gfx950
-// with v_mfma_f32_16x16x16 (mfma16, ingot_arch.h) and on the emulated 64-lane
+// kUseMfma: bf16, at least 4 rows, head dim 128; docs/decisions/0025 says why not
+// 256, though the code below is written for any multiple of 128). It runs on gfx942
+// and gfx950 with v_mfma_f32_16x16x16 (mfma16, ingot_arch.h) and on the emulated 64-lane
 // wave of the test arch sm_90_w64 and of the CPU simulation with the emulation
 // of ingot_mfma_emulated.h, so that its lane logic is checked off AMD hardware.
 //
