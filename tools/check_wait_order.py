@@ -9,6 +9,13 @@ coherent loads after the wait, but ptxas schedules the final code, and it may
 move a read-only (.nc) load above the wait. This reads the SASS to see where the
 loads ended up. Needs cuobjdump (the CUDA toolkit; on the GPU machine).
 
+It also reports, without failing, the ring kernels whose q loads ptxas placed
+after their first chunk copy: in a kernel with cp.async copies (LDGSTS), a
+16-byte register load (LDG.E.128: q's; the length's is 4 bytes, and a ring's K
+and V go through the copies) issued after the first copy waits for the length
+first, which costs a second round trip before the first chunk
+(docs/decisions/0026-sm90-q-copies.md; the seed regression of issues 22/23).
+
 Usage: python3 tools/check_wait_order.py PACKDIR   (exit 0: every kernel in order)
 """
 
@@ -28,6 +35,36 @@ def cuobjdump():
         if c and os.path.exists(c):
             return c
     return None
+
+
+COPY = "LDGSTS"
+WIDE_LOAD = re.compile(r"LDG(\.[A-Z0-9_:]+)*\.128(\.[A-Z0-9_:]+)*")
+
+
+def q_order(text):
+    """{function: note or None} for one cubin's SASS: in a function with cp.async
+    copies, a 16-byte register load after its first copy (q's loads behind the
+    length's round trip); None where there is none, or no copy at all."""
+    out, name, copied, note = {}, None, False, None
+    for line in text.splitlines():
+        m = re.search(r"Function : (\S+)", line)
+        if m:
+            if name is not None:
+                out[name] = note
+            name, copied, note = m.group(1), False, None
+            continue
+        code = line[line.find("*/") + 2:].split(";")[0].split() if "*/" in line else []
+        if code and code[0].startswith("@"):
+            code = code[1:]
+        if name is None or note or not code:
+            continue
+        if code[0] == COPY or code[0].startswith(COPY + "."):
+            copied = True
+        elif copied and WIDE_LOAD.fullmatch(code[0]):
+            note = "16-byte register load after the first chunk copy: " + " ".join(code)
+    if name is not None:
+        out[name] = note
+    return out
 
 
 def check_sass(text):
@@ -69,7 +106,7 @@ def main():
     if not cubins:
         print(f"check_wait_order: no NVIDIA code objects under {sys.argv[1]}/code", file=sys.stderr)
         return 2
-    bad = funcs = 0
+    bad = funcs = late_q = 0
     for path in cubins:
         sass = subprocess.run([tool, "-sass", path], check=True, capture_output=True, text=True).stdout
         for fn, problem in check_sass(sass).items():
@@ -77,7 +114,12 @@ def main():
             if problem:
                 bad += 1
                 print(f"FAIL {os.path.basename(path)} {fn}: {problem}")
-    print(f"check_wait_order: {len(cubins)} code objects, {funcs} kernels, {bad} with a load before the wait")
+        for fn, note in q_order(sass).items():
+            if note:
+                late_q += 1
+                print(f"NOTE {os.path.basename(path)} {fn}: {note}")
+    print(f"check_wait_order: {len(cubins)} code objects, {funcs} kernels, {bad} with a load before the wait; "
+          f"{late_q} with q's loads after the first chunk copy (reported, not failed)")
     return 1 if bad else 0
 
 

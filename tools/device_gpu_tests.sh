@@ -5,6 +5,16 @@
 set -u
 out=${1:-results}  # usage: device_gpu_tests.sh [LOGDIR (default: results)] [sanitize]
 mode=${2:-}
+# Each step's line goes to stdout and to LOGDIR/summary.txt. INGOT_LOGS_TAR=FILE: after each step,
+# LOGDIR is also packed into FILE (outside LOGDIR), so that a call cut off by a time limit, or one
+# that brings back only a few files, still has every finished step's log.
+mkdir -p "$out"
+: > "$out/summary.txt"
+say() {
+  echo "$*"
+  echo "$*" >> "$out/summary.txt"
+  if [ -n "${INGOT_LOGS_TAR:-}" ]; then tar czf "$INGOT_LOGS_TAR.tmp" -C "$out" . && mv "$INGOT_LOGS_TAR.tmp" "$INGOT_LOGS_TAR"; fi
+}
 export LD_LIBRARY_PATH=$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 pack=build/packs/attention_decode
 fails=0
@@ -12,7 +22,7 @@ fails=0
 python3 tools/check_wait_order.py $pack > $out/wait_order.log 2>&1
 rc=$?
 [ $rc -ne 0 ] && [ $rc -ne 77 ] && fails=$((fails + 1))
-echo "check_wait_order rc=$rc :: $(tail -n 1 $out/wait_order.log | cut -c1-200)"
+say "check_wait_order rc=$rc :: $(tail -n 1 $out/wait_order.log | cut -c1-200)"
 # INGOT_GPU_TESTS: the tests to run (unset: all of them, in this order; empty: none, for a call that
 # runs only the wave64, Python and inspect steps below).
 for t in ${INGOT_GPU_TESTS-tokens poison_tail capacity splits variants graph streams handoff models ragged}; do
@@ -20,7 +30,7 @@ for t in ${INGOT_GPU_TESTS-tokens poison_tail capacity splits variants graph str
   timeout 300 build/bin/test_gpu_$t $pack > $out/gpu_$t.log 2>&1
   rc=$?
   [ $rc -ne 0 ] && fails=$((fails + 1))
-  echo "test_gpu_$t rc=$rc $((SECONDS - start))s :: $(tail -n 2 $out/gpu_$t.log | tr '\n' ' ' | cut -c1-300)"
+  say "test_gpu_$t rc=$rc $((SECONDS - start))s :: $(tail -n 2 $out/gpu_$t.log | tr '\n' ' ' | cut -c1-300)"
 done
 # The AMD kernels' wave64 code on an emulated 64-lane wave (issue 26): its own pack.
 if [ -x build/bin/test_gpu_wave64 ]; then
@@ -29,7 +39,7 @@ if [ -x build/bin/test_gpu_wave64 ]; then
     build/bin/test_gpu_wave64_selftest.cubin > $out/gpu_wave64.log 2>&1
   rc=$?
   [ $rc -ne 0 ] && fails=$((fails + 1))
-  echo "test_gpu_wave64 rc=$rc $((SECONDS - start))s :: $(tail -n 2 $out/gpu_wave64.log | tr '\n' ' ' | cut -c1-300)"
+  say "test_gpu_wave64 rc=$rc $((SECONDS - start))s :: $(tail -n 2 $out/gpu_wave64.log | tr '\n' ' ' | cut -c1-300)"
 fi
 # The Python API on the GPU (issue 25). The README's quick start as written, from a wheel of this tree
 # installed into a folder of its own and run from outside the tree; then test_torch_api's GPU part
@@ -44,13 +54,13 @@ if [ -z "${INGOT_NO_PYTHON:-}" ]; then
   rc=$?
   err=$(sed -n 's/^max abs error vs SDPA: //p' $out/python_quickstart.log)
   { [ $rc -eq 0 ] && python3 -c "import sys; sys.exit(0 if float('${err:-nan}') < 0.02 else 1)"; } || { rc=1; fails=$((fails + 1)); }
-  echo "python quick start rc=$rc $((SECONDS - start))s :: max abs error vs SDPA ${err:-none}"
+  say "python quick start rc=$rc $((SECONDS - start))s :: max abs error vs SDPA ${err:-none}"
   start=$SECONDS
   INGOT_LIBRARY=$PWD/build/lib/libingot.so INGOT_PACKS=$PWD/$pack timeout 300 python3 tests/python/test_torch_api.py \
     > $out/python_torch_api.log 2>&1
   rc=$?
   [ $rc -ne 0 ] && fails=$((fails + 1))
-  echo "python test_torch_api rc=$rc $((SECONDS - start))s :: $(tail -n 3 $out/python_torch_api.log | tr '\n' ' ' | cut -c1-200)"
+  say "python test_torch_api rc=$rc $((SECONDS - start))s :: $(tail -n 3 $out/python_torch_api.log | tr '\n' ' ' | cut -c1-200)"
   rm -rf $py
 fi
 for g in examples/graphs/*.json; do
@@ -60,7 +70,7 @@ for g in examples/graphs/*.json; do
   timeout 120 build/bin/ingot-inspect run $g $pack > $out/inspect_$(basename $g .json).log 2>&1
   rc=$?
   [ $rc -ne $want ] && fails=$((fails + 1))
-  echo "inspect run $(basename $g) rc=$rc (expected $want) :: $(tail -n 1 $out/inspect_$(basename $g .json).log | cut -c1-200)"
+  say "inspect run $(basename $g) rc=$rc (expected $want) :: $(tail -n 1 $out/inspect_$(basename $g .json).log | cut -c1-200)"
 done
 if [ "$mode" = sanitize ]; then
   for tool in memcheck racecheck; do
@@ -70,7 +80,7 @@ if [ "$mode" = sanitize ]; then
         build/bin/test_gpu_$t $pack > $out/${tool}_$t.log 2>&1
       rc=$?
       [ $rc -ne 0 ] && fails=$((fails + 1))
-      echo "$tool test_gpu_$t rc=$rc $((SECONDS - start))s :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $out/${tool}_$t.log | tail -n 1)"
+      say "$tool test_gpu_$t rc=$rc $((SECONDS - start))s :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $out/${tool}_$t.log | tail -n 1)"
     done
   done
 fi
@@ -84,7 +94,7 @@ if [ "$mode" = sanitize ] && [ -x build/bin/test_gpu_wave64 ]; then
       build/bin/test_gpu_wave64_selftest.cubin > $out/${tool}_wave64.log 2>&1
     rc=$?
     [ $rc -ne 0 ] && fails=$((fails + 1))
-    echo "$tool test_gpu_wave64 rc=$rc $((SECONDS - start))s :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $out/${tool}_wave64.log | tail -n 1)"
+    say "$tool test_gpu_wave64 rc=$rc $((SECONDS - start))s :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $out/${tool}_wave64.log | tail -n 1)"
   done
 fi
-echo "device_gpu_tests: $fails failed"
+say "device_gpu_tests: $fails failed"
