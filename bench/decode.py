@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import ingot  # noqa: E402  (the source tree's: --lib and --pack say which libingot and pack it opens)
 
 import targets  # noqa: E402  (bench/targets.py: this folder is sys.path[0] when run as a script)
+import ragged_plot  # noqa: E402  (bench/ragged_plot.py: the ragged batches' plot)
 
 L2_BYTES = 60 << 20
 ATOL = RTOL = 0.015
@@ -369,6 +370,8 @@ def run_ragged(ctx, a):
         for r in rows:
             f.write(f"| {r['case']} | {r['tokens']} | {r['spread']:.1f} | {r['balanced']:.1f} us | {r['uniform']:.1f} us | "
                     f"{r['ratio']:.2f}x | {r['unbalanced']:.1f} us | {r['ratio_unbalanced']:.2f}x |\n")
+    with open(os.path.join(a.out, "decode_ragged.svg"), "w") as f:  # ratio against the spread of the lengths
+        f.write(ragged_plot.svg(rows))
     return 0
 
 
@@ -391,7 +394,7 @@ def main():
                          "the peers and ingot's contiguous plan read the same values contiguous); writes "
                          "decode_paged<P>.csv/.md, and judges no targets (they are the contiguous cache's)")
     ap.add_argument("--ragged", action="store_true",
-                    help="the ragged batches of RAGGED against uniform batches of the same tokens (decode_ragged.md)")
+                    help="the ragged batches of RAGGED against uniform batches of the same tokens (decode_ragged.md, and decode_ragged.svg: the ratio against the spread of the lengths)")
     ap.add_argument("--models", action="store_true",
                     help="the model table instead of the points: each model of MODELS at 8K and 64K tokens, "
                          "B=1 and B=32 (decode_models[_paged<P>].csv/.md)")
