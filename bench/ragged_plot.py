@@ -38,12 +38,15 @@ def svg(rows, title="ragged batches against a uniform batch of the same tokens")
     if not rows:
         raise ValueError("no rows to plot")
     w, h, left, right, top, bottom = 860, 440, 70, 330, 40, 60
-    x_lo = 2.0 ** math.floor(math.log2(min(1.0, min(r["spread"] for r in rows))))
+    # max / mean is at least 1 (a batch of empty sequences has none: bench/decode.py writes 0); such a
+    # point sits at 1.
+    x_lo = 1.0
     x_hi = 2.0 ** math.ceil(math.log2(max(2.0, max(r["spread"] for r in rows))))
     y_hi = max(1.5, max(max(r["ratio"], r["ratio_unbalanced"]) for r in rows) * 1.08)
     y_lo = min(0.5, min(r["ratio"] for r in rows) * 0.9)
 
     def px(spread):
+        spread = max(spread, x_lo)
         return left + (math.log2(spread) - math.log2(x_lo)) / (math.log2(x_hi) - math.log2(x_lo)) * (w - left - right)
 
     def py(ratio):

@@ -72,6 +72,13 @@ class RaggedPlotTest(unittest.TestCase):
         self.assertAlmostEqual(float(r2.find(f"{NS}circle[@class='balanced']").get("cy")),
                                float(r2.find(f"{NS}rect[@class='unbalanced']").get("y")) + 4, places=1)
 
+    def test_a_batch_of_empty_sequences_sits_at_spread_one(self):
+        rows = random_rows(random.Random(os.urandom(8)), 2)
+        rows[0]["spread"], rows[1]["spread"] = 0.0, 1.0  # decode.py's max / max(1, mean) of all-zero lengths
+        root = ET.fromstring(ragged_plot.svg(rows))
+        xs = [float(c.get("cx")) for c in root.findall(f"{NS}circle[@class='balanced']")]
+        self.assertAlmostEqual(xs[0], xs[1], places=3)
+
     def test_targets_and_labels_are_drawn(self):
         text = ragged_plot.svg(ragged_plot.parse_table(table(random_rows(random.Random(1), 3))))
         self.assertIn("target 1.15x", text)
