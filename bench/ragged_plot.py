@@ -43,7 +43,7 @@ def svg(rows, title="ragged batches against a uniform batch of the same tokens")
     x_lo = 1.0
     x_hi = 2.0 ** math.ceil(math.log2(max(2.0, max(r["spread"] for r in rows))))
     y_hi = max(1.5, max(max(r["ratio"], r["ratio_unbalanced"]) for r in rows) * 1.08)
-    y_lo = min(0.5, min(r["ratio"] for r in rows) * 0.9)
+    y_lo = min(0.5, min(min(r["ratio"], r["ratio_unbalanced"]) for r in rows) * 0.9)
 
     def px(spread):
         spread = max(spread, x_lo)
