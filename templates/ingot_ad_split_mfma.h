@@ -1,6 +1,6 @@
 // ingot_ad_split_mfma.h: the matrix-core split kernel (decode_split_mfma), AMD's
 // path where a workgroup's rows fill a 16-row matrix tile well enough (traits
-// kUseMfma: bf16, at least 4 rows, head dim 128; docs/decisions/0025 says why not
+// kUseMfma: bf16 or fp16, at least 4 rows, head dim 128; docs/decisions/0025 says why not
 // 256, though the code below is written for any multiple of 128). It runs on gfx942
 // and gfx950 with v_mfma_f32_16x16x16 (mfma16, ingot_arch.h) and on the emulated 64-lane
 // wave of the test arch sm_90_w64 and of the CPU simulation with the emulation
@@ -247,17 +247,28 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
     }
   };
 
+  // Two chunks per iteration, each step's math with the next chunk's loads in flight,
+  // and an odd last chunk after the loop. The loop body has no branch out of its
+  // middle: with one, LLVM sinks the first load_chunk into the block after it, next
+  // to its use. A sched_fence after each load_chunk keeps the machine scheduler from
+  // doing the same within the block (fp16 kept a chunk in flight for 30-50% of the
+  // loop's math without them; docs/decisions/0024-amd-mfma-fp16.md). Where no chunk
+  // is left, the last iteration's second load_chunk reads the segment's first tokens
+  // again (clamp_token): cached lines, and nothing of them is used.
   u32x4 ka[NT][KL], va[NT][4][VL], kb[NT][KL], vb[NT][4][VL];
   if (seg.begin < seg.end) {  // an empty segment loads nothing (clamped loads need a token)
     load_chunk(seg.begin + wave * T::kChunk, ka, va);
-    for (int tile = seg.begin; tile < seg.end; tile += 2 * T::kTile) {
+    int tile = seg.begin;
+    for (; tile + T::kTile < seg.end; tile += 2 * T::kTile) {
       const int tok0 = tile + wave * T::kChunk;
       load_chunk(tok0 + T::kTile, kb, vb);
+      sched_fence();
       step(tok0, ka, va);
-      if (tile + T::kTile >= seg.end) break;
       load_chunk(tok0 + 2 * T::kTile, ka, va);
+      sched_fence();
       step(tok0 + T::kTile, kb, vb);
     }
+    if (tile < seg.end) step(tile + wave * T::kChunk, ka, va);
   }
 
   // The row's sum over its four lanes; then the wave's (max, sum, acc) to LDS.

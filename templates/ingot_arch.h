@@ -121,6 +121,11 @@ constexpr bool kClampedLoads = true;
 // Programmatic dependent launch is NVIDIA's; on AMD the merge simply follows the split.
 INGOT_DEVICE void grid_dependency_wait() {}
 INGOT_DEVICE void launch_dependents() {}
+// A scheduling fence: the machine scheduler moves no instruction across it. The
+// matrix-core split puts one after each chunk's loads, which the scheduler would
+// otherwise sink to their first use, past the math they should overlap
+// (ingot_ad_split_mfma.h; docs/decisions/0024-amd-mfma-fp16.md). A no-op on NVIDIA.
+INGOT_DEVICE void sched_fence() { __builtin_amdgcn_sched_barrier(0); }
 INGOT_DEVICE float fast_exp2(float x) { return __builtin_amdgcn_exp2f(x); }
 INGOT_DEVICE float max32(float a, float b) { return __builtin_fmaxf(a, b); }
 INGOT_DEVICE float fast_rcp(float x) { return __builtin_amdgcn_rcpf(x); }
@@ -274,6 +279,7 @@ constexpr bool kHasMma16816 = !INGOT_EMULATE_WAVE64;
 // attribute both are no-ops.
 INGOT_DEVICE void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 INGOT_DEVICE void launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" :::); }
+INGOT_DEVICE void sched_fence() {}  // AMD's scheduling fence (above); ptxas needs none here
 // Experiment knob `trace` (bench/kernel_probe.py --trace): the global nanosecond
 // timer (one clock for every SM) and this SM's cycle counter, read once dep is
 // available and in order with the memory operations around them.

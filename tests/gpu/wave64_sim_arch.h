@@ -100,6 +100,7 @@ INGOT_DEVICE u32x4 load16_dep_if(const void *p, bool pred) { return load16_if(p,
 INGOT_DEVICE int load_dep_if(const int *p, bool pred) { return pred ? *p : 0; }
 INGOT_DEVICE void grid_dependency_wait() {}
 INGOT_DEVICE void launch_dependents() {}
+INGOT_DEVICE void sched_fence() {}  // AMD's scheduling fence: nothing to order on the CPU
 INGOT_DEVICE float fast_exp2(float x) { return std::exp2(x); }
 INGOT_DEVICE float max32(float a, float b) { return std::fmax(a, b); }
 INGOT_DEVICE float fast_rcp(float x) { return 1.0f / x; }
