@@ -101,15 +101,19 @@ def locked(out, timeout=DEFAULT_LOCK_TIMEOUT, shared=False):
 
 
 def ensure_folder(out):
-    """out exists as a folder afterwards, or OutputError says why it cannot."""
+    """out exists as a folder afterwards, or OutputError says why it cannot. Safe
+    against a concurrent run that creates the folder meanwhile (what is there is
+    judged after the attempt, not before it)."""
     if os.path.isdir(out):
         return
-    if os.path.lexists(out):
-        raise OutputError(out, "not a folder (allowed: a folder, or a path where one can be created)")
     try:
         os.makedirs(out, exist_ok=True)
+    except FileExistsError:
+        pass  # a file or a dangling link there, or a folder another run just made: told apart below
     except OSError as e:
         raise OutputError(e.filename or out, f"cannot create the output folder: {e.strerror}") from None
+    if not os.path.isdir(out):
+        raise OutputError(out, "not a folder (allowed: a folder, or a path where one can be created)")
 
 
 # ---------------------------------------------------------------- recovery

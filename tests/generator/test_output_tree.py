@@ -226,6 +226,49 @@ class AtomicTreeTest(TreeTest):
         self.assertEqual(temporaries(self.out), [])
 
 
+class EnsureFolderTest(unittest.TestCase):
+    """ingot.write.ensure_folder judges the path after trying to make it, so a folder that a
+    concurrent run creates between the look and the attempt is taken, not refused (CI saw one of
+    eight concurrent generates refuse 'not a folder' that way)."""
+
+    def test_a_folder_made_meanwhile_is_taken(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out")
+            real_isdir, calls = os.path.isdir, []
+
+            def isdir(path):  # the first look: not there yet; meanwhile another run makes it
+                calls.append(path)
+                if len(calls) == 1:
+                    os.mkdir(out)
+                    return False
+                return real_isdir(path)
+
+            with mock.patch("ingot.write.os.path.isdir", isdir):
+                ingot.write.ensure_folder(out)
+            self.assertTrue(real_isdir(out))
+            self.assertGreaterEqual(len(calls), 2)
+
+    def test_a_file_or_a_dangling_link_is_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            f, link = os.path.join(tmp, "f"), os.path.join(tmp, "l")
+            with open(f, "w") as fh:
+                fh.write("x\n")
+            os.symlink(os.path.join(tmp, "missing"), link)
+            for path in (f, link):
+                with self.subTest(path=path):
+                    with self.assertRaisesRegex(ingot.write.OutputError, "not a folder"):
+                        ingot.write.ensure_folder(path)
+            with open(f) as fh:
+                self.assertEqual(fh.read(), "x\n")  # nothing written
+            self.assertFalse(os.path.exists(os.path.join(tmp, "missing")))
+
+    def test_a_missing_folder_is_made(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "a", "b")
+            ingot.write.ensure_folder(out)
+            self.assertTrue(os.path.isdir(out))
+
+
 class LockTest(TreeTest):
 
     def test_concurrent_generates_take_turns(self):
