@@ -41,56 +41,52 @@ COPY = "LDGSTS"
 WIDE_LOAD = re.compile(r"LDG(\.[A-Z0-9_:]+)*\.128(\.[A-Z0-9_:]+)*")
 
 
-def q_order(text):
-    """{function: note or None} for one cubin's SASS: in a function with cp.async
-    copies, a 16-byte register load after its first copy (q's loads behind the
-    length's round trip); None where there is none, or no copy at all."""
-    out, name, copied, note = {}, None, False, None
+def functions(text):
+    """{function: [instruction, ...]} of one cubin's SASS, each instruction its
+    opcode and operands as words, without the predicate."""
+    out, code = {}, None
     for line in text.splitlines():
         m = re.search(r"Function : (\S+)", line)
         if m:
-            if name is not None:
-                out[name] = note
-            name, copied, note = m.group(1), False, None
+            code = out.setdefault(m.group(1), [])
             continue
-        code = line[line.find("*/") + 2:].split(";")[0].split() if "*/" in line else []
-        if code and code[0].startswith("@"):
-            code = code[1:]
-        if name is None or note or not code:
-            continue
-        if code[0] == COPY or code[0].startswith(COPY + "."):
-            copied = True
-        elif copied and WIDE_LOAD.fullmatch(code[0]):
-            note = "16-byte register load after the first chunk copy: " + " ".join(code)
-    if name is not None:
-        out[name] = note
+        # "        /*0120*/   @!P0 LDG.E.CONSTANT R2, desc[UR8][R2.64] ;   /* 0x... */"
+        words = line[line.find("*/") + 2:].split(";")[0].split() if "*/" in line else []
+        if words and words[0].startswith("@"):
+            words = words[1:]  # the predicate
+        if code is not None and words:
+            code.append(words)
     return out
 
 
 def check_sass(text):
     """{function: problem or None} for one cubin's SASS."""
-    out, name, seen_wait, problem = {}, None, False, None
-    for line in text.splitlines():
-        m = re.search(r"Function : (\S+)", line)
-        if m:
-            if name is not None:
-                out[name] = problem or (None if seen_wait else "no griddepcontrol.wait")
-            name, seen_wait, problem = m.group(1), False, None
-            continue
-        if name is None or seen_wait or problem:
-            continue
-        # "        /*0120*/   @!P0 LDG.E.CONSTANT R2, desc[UR8][R2.64] ;   /* 0x... */"
-        code = line[line.find("*/") + 2:].split(";")[0].split() if "*/" in line else []
-        if code and code[0].startswith("@"):
-            code = code[1:]  # the predicate
-        if not code:
-            continue
-        if code[0] == WAIT:
-            seen_wait = True
-        elif GLOBAL_LOAD.fullmatch(code[0]):
-            problem = "global load before the wait: " + " ".join(code)
-    if name is not None:
-        out[name] = problem or (None if seen_wait else "no griddepcontrol.wait")
+    out = {}
+    for name, code in functions(text).items():
+        out[name] = "no griddepcontrol.wait"
+        for words in code:
+            if words[0] == WAIT:
+                out[name] = None
+                break
+            if GLOBAL_LOAD.fullmatch(words[0]):
+                out[name] = "global load before the wait: " + " ".join(words)
+                break
+    return out
+
+
+def q_order(text):
+    """{function: note or None} for one cubin's SASS: in a function with cp.async
+    copies, a 16-byte register load after its first copy (q's loads behind the
+    length's round trip); None where there is none, or no copy at all."""
+    out = {}
+    for name, code in functions(text).items():
+        out[name], copied = None, False
+        for words in code:
+            if words[0] == COPY or words[0].startswith(COPY + "."):
+                copied = True
+            elif copied and WIDE_LOAD.fullmatch(words[0]):
+                out[name] = "16-byte register load after the first chunk copy: " + " ".join(words)
+                break
     return out
 
 

@@ -21,10 +21,12 @@ say() {
 # ingot-inspect run. Unset: everything, in that order. INGOT_GPU_TESTS and INGOT_NO_PYTHON apply
 # within a part; the sanitize mode's steps run only without one.
 part=${INGOT_GPU_PART:-}
+part1_tests="tokens poison_tail capacity splits variants"
+part2_tests="graph streams handoff models ragged"
 case "$part" in
-  "") tests_default="tokens poison_tail capacity splits variants graph streams handoff models ragged" ;;
-  1) tests_default="tokens poison_tail capacity splits variants" ;;
-  2) tests_default="graph streams handoff models ragged" ;;
+  "") tests_default="$part1_tests $part2_tests" ;;
+  1) tests_default=$part1_tests ;;
+  2) tests_default=$part2_tests ;;
   3) tests_default="" ;;
   *) echo "device_gpu_tests: INGOT_GPU_PART=$part (allowed: 1, 2, 3 or unset)" >&2; exit 2 ;;
 esac
