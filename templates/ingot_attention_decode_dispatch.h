@@ -29,6 +29,40 @@
  * loops, ChunkPages); every offset built from them is int64. */
 #define INGOT_AD_TOKEN_INDEX_TILES 8
 
+/* Metadata of a kernel of the family, decoded from its KMD-typed metadata in
+ * the KDP (runtime/src/families/attention_decode/ad_family.c). */
+typedef struct ingot_ad_kernel_meta {
+  int dtype;         /* INGOT_DTYPE_BF16 / INGOT_DTYPE_FP16 */
+  int head_dim;
+  int group;         /* the group its rows are sized for (Hq / Hkv is runtime: params group) */
+  int max_sq;
+  int rows;          /* rows per workgroup */
+  int waves;
+  int tokens_per_wave;
+  int max_splits;
+  int paged;         /* 0 contiguous, 1 paged */
+  int lse;           /* kernel may write LSE */
+} ingot_ad_kernel_meta;
+
+/* The scalars a plan fixes for the kernels (ingot_dispatch_plan.params): the
+ * graph's strides, sizes, flags, scale; pack() adds the pointers. */
+typedef struct ingot_ad_params {
+  int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
+  int64_t page_table_stride;
+  int32_t capacity, page_size, sq, num_kv_heads, flags;
+  float scale;
+  int32_t group; /* Hq / Hkv: the kernels run any group on their row tile */
+} ingot_ad_params;
+
+_Static_assert(sizeof(ingot_ad_params) <= INGOT_MAX_PLAN_PARAMS, "ingot_ad_params must fit ingot_dispatch_plan.params");
+
+static inline ingot_ad_params *ingot_ad_params_of(ingot_dispatch_plan *p) {
+  return (ingot_ad_params *)(void *)p->params.bytes;
+}
+static inline const ingot_ad_params *ingot_ad_params_in(const ingot_dispatch_plan *p) {
+  return (const ingot_ad_params *)(const void *)p->params.bytes;
+}
+
 typedef struct ingot_ad_policy {
   int ctas_per_cu;           /* resident split workgroups per CU when the device cannot say */
   int min_tiles_per_split;   /* a segment covers at least this many tiles of capacity */
@@ -112,7 +146,8 @@ static inline double ingot_ad_split_cost(int64_t base, int64_t splits, int64_t r
 
 /* The scalars every plan hands the kernels: the graph's strides, sizes, flags, scale. */
 static inline void ingot_ad_plan_scalars(const ingot_attention_graph *g, int paged, int64_t page_size, int64_t Sq,
-                                         int64_t Hkv, int64_t group, ingot_dispatch_plan *out) {
+                                         int64_t Hkv, int64_t group, ingot_dispatch_plan *plan) {
+  ingot_ad_params *out = ingot_ad_params_of(plan);
   for (int i = 0; i < 3; ++i) {
     out->q_stride[i] = g->q.strides[i];
     out->k_stride[i] = g->k.strides[i];
@@ -176,7 +211,7 @@ static inline ingot_status ingot_ad_plan_balanced(const ingot_ad_kernel_meta *m,
                                     {merge_threads, 1, 1}, 0,
                                     INGOT_LAUNCH_PROGRAMMATIC};
   ingot_ad_plan_scalars(g, paged, page_size, Sq, Hkv, group, out);
-  out->flags |= INGOT_AD_FLAG_BALANCED | (int32_t)(B << INGOT_AD_FLAG_BATCH_SHIFT) |
+  ingot_ad_params_of(out)->flags |= INGOT_AD_FLAG_BALANCED | (int32_t)(B << INGOT_AD_FLAG_BATCH_SHIFT) |
                 (int32_t)(fill << INGOT_AD_FLAG_FILL_SHIFT);
   return INGOT_OK;
 }

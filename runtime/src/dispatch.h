@@ -1,7 +1,10 @@
 /* dispatch.h: the contract between the runtime and the generated dispatch
- * stubs (generated/<pack>/dispatch/<pack>_dispatch.c). A stub turns one kernel's
- * metadata, a graph and the device's properties into launches, a workspace size
- * and kernarg bytes. Stubs are pure functions: no allocation, no driver calls. */
+ * stubs (generated/<pack>/dispatch/<pack>_dispatch.c) of every family. A stub
+ * turns one kernel's metadata, a graph and the device's properties into
+ * launches, a workspace size and kernarg bytes. Stubs are pure functions: no
+ * allocation, no driver calls. The metadata, graph and buffers are the
+ * family's own structs (family.h), passed as const void *; a stub serves the
+ * one family its entry names. */
 #ifndef INGOT_DISPATCH_H
 #define INGOT_DISPATCH_H
 
@@ -21,20 +24,6 @@ extern "C" {
 #define INGOT_MAX_LAUNCHES 2
 #define INGOT_MAX_KERNARG_BYTES 512
 
-/* Metadata of the chosen kernel, read from its KMD-typed metadata in the KDP. */
-typedef struct ingot_ad_kernel_meta {
-  int dtype;         /* INGOT_DTYPE_BF16 / INGOT_DTYPE_FP16 */
-  int head_dim;
-  int group;         /* the group its rows are sized for (Hq / Hkv is runtime: plan.group) */
-  int max_sq;
-  int rows;          /* rows per workgroup */
-  int waves;
-  int tokens_per_wave;
-  int max_splits;
-  int paged;         /* 0 contiguous, 1 paged */
-  int lse;           /* kernel may write LSE */
-} ingot_ad_kernel_meta;
-
 typedef struct ingot_device_caps {
   int wave_size;       /* 32 on NVIDIA, 64 on gfx942/gfx950 */
   int compute_units;   /* SMs / CUs; 0 when unknown (host context: its arch's, ingot_arch_compute_units) */
@@ -53,8 +42,7 @@ typedef struct ingot_device_caps {
 #define INGOT_LAUNCH_PROGRAMMATIC 1u
 
 typedef struct ingot_launch {
-  int entry;                 /* index into the UDD's entry_points (attention decode: 0 split, 1 merge,
-                                2 balanced_split, 3 balanced_merge) */
+  int entry;                 /* index into the UDD's entry_points */
   uint32_t grid[3];
   uint32_t block[3];
   uint32_t lds_bytes;        /* dynamic LDS: the stub leaves 0, the runtime sets the entry
@@ -62,37 +50,39 @@ typedef struct ingot_launch {
   uint32_t flags;            /* INGOT_LAUNCH_* */
 } ingot_launch;
 
+#define INGOT_MAX_PLAN_PARAMS 256
+
 typedef struct ingot_dispatch_plan {
   int num_launches;
   ingot_launch launches[INGOT_MAX_LAUNCHES];
-  int num_splits;
+  int num_splits;          /* the family's own measure of how the work was divided (1: not) */
   uint64_t workspace_bytes;
-  /* Scalars fixed at plan time (strides, sizes, flags); pack() adds the pointers. */
-  int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
-  int64_t page_table_stride;
-  int32_t capacity, page_size, sq, num_kv_heads, flags;
-  float scale;
-  int32_t group; /* Hq / Hkv: the kernels run any group on their row tile */
   /* The plan's modelled time, >= 0, in the stub's own units: the runtime plans
    * every kernel of the best rank and keeps the least (0 for all: no model, the
    * first in tie order). Comparable between the kernels of one family. */
   double cost;
+  /* The family's scalars fixed at plan time (strides, sizes, flags), in its own
+   * struct; pack() adds the pointers. */
+  union {
+    int64_t align_;
+    double align_d_;
+    unsigned char bytes[INGOT_MAX_PLAN_PARAMS];
+  } params;
 } ingot_dispatch_plan;
 
-typedef ingot_status (*ingot_dispatch_plan_fn)(const ingot_ad_kernel_meta *meta,
-                                               const ingot_attention_graph *graph,
-                                               const ingot_device_caps *caps,
-                                               ingot_dispatch_plan *out, char *err,
-                                               size_t err_size);
+/* meta: the kernel's decoded metadata, graph: a validated graph, both of the
+ * stub's family. */
+typedef ingot_status (*ingot_dispatch_plan_fn)(const void *meta, const void *graph, const ingot_device_caps *caps,
+                                               ingot_dispatch_plan *out, char *err, size_t err_size);
 /* Writes the kernarg bytes of one launch into buf (size cap); *size gets the
- * byte count, which equals the UDD's kernarg_size. */
-typedef ingot_status (*ingot_dispatch_pack_fn)(const ingot_dispatch_plan *plan, int launch,
-                                               const ingot_attention_buffers *buffers,
-                                               void *workspace, uint8_t *buf, size_t cap,
-                                               size_t *size, char *err, size_t err_size);
+ * byte count, which equals the UDD's kernarg_size. buffers: the family's. */
+typedef ingot_status (*ingot_dispatch_pack_fn)(const ingot_dispatch_plan *plan, int launch, const void *buffers,
+                                               void *workspace, uint8_t *buf, size_t cap, size_t *size, char *err,
+                                               size_t err_size);
 
 typedef struct ingot_dispatch_entry {
   const char *symbol;      /* the UDD's dispatch_symbol */
+  const char *family;      /* the family whose metadata, graphs and buffers it takes (family.h) */
   uint32_t kernarg_size;   /* must equal the UDD's kernarg_size */
   ingot_dispatch_plan_fn plan;
   ingot_dispatch_pack_fn pack;

@@ -21,11 +21,9 @@
 
 #include "dispatch.h"
 
-extern const ingot_dispatch_entry ingot_attention_decode_dispatch;
-
-static const ingot_dispatch_entry *const kEntries[] = {
-    &ingot_attention_decode_dispatch,
-};
+/* families/registry.c: the stubs compiled into libingot */
+extern const ingot_dispatch_entry *const ingot_builtin_dispatch[];
+extern const size_t ingot_num_builtin_dispatch;
 
 static int generated_name(const char *s) {
   size_t n = strlen(s);
@@ -40,13 +38,15 @@ static int generated_name(const char *s) {
 }
 
 static int valid_entry(const ingot_dispatch_entry *e, const char *symbol) {
-  return e != NULL && e->symbol != NULL && strcmp(e->symbol, symbol) == 0 && e->plan != NULL && e->pack != NULL;
+  return e != NULL && e->symbol != NULL && strcmp(e->symbol, symbol) == 0 && e->family != NULL && e->plan != NULL &&
+         e->pack != NULL;
 }
 
 const ingot_dispatch_entry *ingot_dispatch_find(const char *symbol) {
   if (symbol == NULL) return NULL;
-  for (size_t i = 0; i < sizeof(kEntries) / sizeof(kEntries[0]); ++i)
-    if (kEntries[i]->symbol != NULL && strcmp(kEntries[i]->symbol, symbol) == 0) return kEntries[i];
+  for (size_t i = 0; i < ingot_num_builtin_dispatch; ++i)
+    if (ingot_builtin_dispatch[i]->symbol != NULL && strcmp(ingot_builtin_dispatch[i]->symbol, symbol) == 0)
+      return ingot_builtin_dispatch[i];
   if (!generated_name(symbol)) return NULL;
   const ingot_dispatch_entry *e = (const ingot_dispatch_entry *)dlsym(RTLD_DEFAULT, symbol);
   return valid_entry(e, symbol) ? e : NULL;

@@ -13,9 +13,10 @@
 
 #include "backend.h"
 #include "dispatch.h"
+#include "family.h"
 #include "ingot/ingot.h"
 
-/* ---- documented limits (docs/attention_decode.md, "Limits") ------------- */
+/* ---- documented limits (docs/RELIABILITY.md, "Limits") ----------------- */
 #define INGOT_MAX_DESCRIPTOR_BYTES ((size_t)4 << 20)  /* one descriptor file */
 #define INGOT_MAX_DESCRIPTOR_FILES 1024               /* descriptor files in one pack folder */
 #define INGOT_MAX_DESCRIPTOR_TOTAL_BYTES ((size_t)16 << 20) /* all of them together */
@@ -84,7 +85,11 @@ typedef struct ingot_kernel {
   struct ingot_pack *pack;
   const char *id, *name; /* borrowed from the KDP document */
   int64_t priority;
-  ingot_ad_kernel_meta meta;
+  /* the family's decoded metadata (family.h meta_decode) */
+  union {
+    int64_t align_;
+    unsigned char bytes[INGOT_MAX_META_BYTES];
+  } meta;
   json_t *metadata; /* owned: the metadata with KMD defaults filled in */
   size_t num_matchers;
   const ingot_umd **matchers;
@@ -105,6 +110,7 @@ typedef struct ingot_pack {
   char *kdp_file;
   json_t *docs; /* owned: array of every parsed descriptor document */
   const char *name, *id;
+  const ingot_family *family; /* its dispatch stub's (dispatch.h) */
   size_t num_umds;
   ingot_umd *umds;
   size_t num_graph_matchers;
@@ -183,45 +189,33 @@ void ingot_context_set_error(ingot_context *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void ingot_context_clear_error(ingot_context *ctx);
 
-/* ---- graph ------------------------------------------------------------- */
-/* Checks the graph's structure (ranks, dims, strides, enums). Whether a kernel
- * supports it is the matcher's business. err gets "graph: <field>: ...". */
-ingot_status ingot_graph_validate(const ingot_attention_graph *g, char *err, size_t err_size);
-
-/* The value of one derived graph field (docs/INTERNALS.md section 2) as JSON;
- * NULL when the name is not a known field. The caller owns the result. */
-json_t *ingot_graph_field(const ingot_attention_graph *g, const char *field);
-/* Is this a field name the matcher knows, and of which JSON type? */
-typedef enum ingot_field_type { INGOT_FIELD_UNKNOWN = 0, INGOT_FIELD_INT, INGOT_FIELD_STRING,
-                                INGOT_FIELD_BOOL, INGOT_FIELD_INT_PAIR } ingot_field_type;
-ingot_field_type ingot_graph_field_type(const char *field);
-const char *ingot_graph_field_names(void); /* "dtype, kv_dtype, ..." for messages */
-/* What a derived value means where the value alone would not say (group 0:
- * "Hq 12 is not a multiple of Hkv 5"; "" for every other field and value).
- * Returns 0 when the field does not apply to g (page_size of a contiguous
- * graph), 1 otherwise. */
-int ingot_graph_field_note(const ingot_attention_graph *g, const char *field, char *buf, size_t size);
-
 /* ---- matching ---------------------------------------------------------- */
-/* Verifies one constraint object at load time; err gets the problem. */
-int ingot_constraint_check(json_t *c, char *err, size_t err_size);
-/* Evaluates one constraint; on failure writes "field = value, allowed op operand". */
-int ingot_constraint_holds(json_t *c, const ingot_attention_graph *g, ingot_strbuf *why);
-/* The kernels that admit g and share the best rank (docs/INTERNALS.md section 3:
- * score, then priority), fewer waves per workgroup first, then the lower id;
+/* Verifies one constraint object at load time against the family's fields; err gets the problem. */
+int ingot_constraint_check(json_t *c, const ingot_family *family, char *err, size_t err_size);
+/* Evaluates one constraint on a graph of the family; on failure writes "field = value, allowed op operand". */
+int ingot_constraint_holds(json_t *c, const ingot_family *family, const void *g, ingot_strbuf *why);
+/* The kernels of the family's packs that admit g and share the best rank
+ * (docs/INTERNALS.md section 3: the family's score, then priority), in the
+ * family's tie order, then the lower id;
  * the plan takes the one its dispatch stub models fastest. Returns their count
  * and *out (the caller frees it); 0 when none admits (report then holds one
  * "no kernel has F V (kernels exist for ...)" line per field no kernel admits,
  * then one line per declined pack or kernel), -1 when out of memory. */
-int ingot_select_kernels(const ingot_context *ctx, const ingot_attention_graph *g, ingot_strbuf *report,
-                         const ingot_kernel ***out);
+int ingot_select_kernels(const ingot_context *ctx, const ingot_family *family, const void *g,
+                         ingot_strbuf *report, const ingot_kernel ***out);
 
 /* ---- plans --------------------------------------------------------------- */
 #define INGOT_MAX_CONSIDERED 8
 struct ingot_plan {
   ingot_context *ctx;
   const ingot_kernel *kernel;
-  ingot_attention_graph graph;
+  const ingot_family *family;
+  /* a copy of the family's graph struct */
+  union {
+    int64_t align_;
+    double align_d_;
+    unsigned char bytes[INGOT_MAX_GRAPH_BYTES];
+  } graph;
   ingot_device_caps caps;
   ingot_dispatch_plan dispatch;
   /* The kernels of the chosen rank that planned, in tie order (the first

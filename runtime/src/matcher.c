@@ -1,6 +1,8 @@
 /* matcher.c: UMD constraints as data. A constraint is
  * {"field": F, "op": eq|in|range|multiple_of|power_of_two, operands...};
- * F is one of the derived graph fields (graph.c). Nothing here knows a shape. */
+ * F is one of the derived graph fields of the pack's family (family.h). Nothing
+ * here knows a shape or a family. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,21 +54,34 @@ static int key_in(const char *key, const char *list) {
   return 0;
 }
 
-int ingot_constraint_check(json_t *c, char *err, size_t err_size) {
+/* "dtype, kv_dtype, ...": the family's field names, for messages. */
+static void field_names(const ingot_family *family, char *buf, size_t size) {
+  size_t at = 0;
+  if (size) buf[0] = '\0';
+  for (size_t i = 0; i < family->num_fields && at + 1 < size; ++i) {
+    const int w = snprintf(buf + at, size - at, "%s%s", i ? ", " : "", family->fields[i].name);
+    if (w < 0) break;
+    at += (size_t)w;
+  }
+}
+
+int ingot_constraint_check(json_t *c, const ingot_family *family, char *err, size_t err_size) {
+  char names[1024];
+  field_names(family, names, sizeof names);
   if (!json_is_object(c)) {
     ingot_format(err, err_size, "expected an object {\"field\", \"op\", ...}");
     return 0;
   }
   json_t *jf = json_object_get(c, "field"), *jo = json_object_get(c, "op");
   if (!json_is_string(jf)) {
-    ingot_format(err, err_size, "field: missing or not a string (allowed: %s)", ingot_graph_field_names());
+    ingot_format(err, err_size, "field: missing or not a string (allowed: %s)", names);
     return 0;
   }
   const char *field = json_string_value(jf);
-  ingot_field_type t = ingot_graph_field_type(field);
+  ingot_field_type t = ingot_family_field_type(family, field);
   if (t == INGOT_FIELD_UNKNOWN) {
-    ingot_format(err, err_size, "field: unknown field \"%.64s\" (allowed: %s)", field,
-                 ingot_graph_field_names());
+    ingot_format(err, err_size, "field: unknown field \"%.64s\" of family %s (allowed: %s)", field, family->name,
+                 names);
     return 0;
   }
   const char *op = json_is_string(jo) ? json_string_value(jo) : NULL;
@@ -137,10 +152,10 @@ static void append_json(ingot_strbuf *sb, json_t *v) {
   free(s);
 }
 
-int ingot_constraint_holds(json_t *c, const ingot_attention_graph *g, ingot_strbuf *why) {
+int ingot_constraint_holds(json_t *c, const ingot_family *family, const void *g, ingot_strbuf *why) {
   const char *field = json_string_value(json_object_get(c, "field"));
   const char *op = json_string_value(json_object_get(c, "op"));
-  json_t *v = ingot_graph_field(g, field);
+  json_t *v = family->field(g, field);
   if (v == NULL) { /* unreachable after ingot_constraint_check; decline rather than admit */
     ingot_strbuf_appendf(why, "%s: not derivable", field);
     return 0;
@@ -185,13 +200,13 @@ int ingot_constraint_holds(json_t *c, const ingot_attention_graph *g, ingot_strb
 }
 
 /* First failing constraint of the UMDs, appended to why; 1 when all hold. */
-static int umds_hold(const ingot_umd *const *umds, size_t n, const ingot_attention_graph *g,
+static int umds_hold(const ingot_umd *const *umds, size_t n, const ingot_family *family, const void *g,
                      ingot_strbuf *why) {
   for (size_t u = 0; u < n; ++u) {
     size_t i;
     json_t *c;
     json_array_foreach(umds[u]->constraints, i, c) {
-      if (!ingot_constraint_holds(c, g, why)) return 0;
+      if (!ingot_constraint_holds(c, family, g, why)) return 0;
     }
   }
   return 1;
@@ -203,19 +218,21 @@ const ingot_code_object *ingot_kernel_object(const ingot_kernel *k, const char *
   return NULL;
 }
 
-/* Rank of a kernel for a graph (docs/INTERNALS.md section 3): score (the
- * tightest max_sq), then priority; higher ranks first. */
-static int rank_cmp(const ingot_kernel *a, const ingot_kernel *b, int64_t seq_q) {
-  int64_t sa = -((int64_t)a->meta.max_sq - seq_q), sb = -((int64_t)b->meta.max_sq - seq_q);
-  if (sa != sb) return sa > sb ? 1 : -1;
+/* Rank of a kernel for a graph (docs/INTERNALS.md section 3): the family's
+ * score, then priority; higher ranks first. */
+static int rank_cmp(const ingot_family *family, const ingot_kernel *a, const ingot_kernel *b, const void *g) {
+  const int c = family->score_cmp ? family->score_cmp(a->meta.bytes, b->meta.bytes, g) : 0;
+  if (c != 0) return c > 0 ? 1 : -1;
   if (a->priority != b->priority) return a->priority > b->priority ? 1 : -1;
   return 0;
 }
 
-/* Order among kernels of one rank: fewer waves per workgroup, then the lower id. */
+/* Order among kernels of one rank (of one family): the family's, then the lower id. */
 static int tie_order(const void *pa, const void *pb) {
   const ingot_kernel *a = *(const ingot_kernel *const *)pa, *b = *(const ingot_kernel *const *)pb;
-  if (a->meta.waves != b->meta.waves) return a->meta.waves < b->meta.waves ? -1 : 1;
+  const ingot_family *family = a->pack->family;
+  const int c = family->tie_cmp ? family->tie_cmp(a->meta.bytes, b->meta.bytes) : 0;
+  if (c != 0) return c;
   return strcmp(a->id, b->id);
 }
 
@@ -265,7 +282,7 @@ static void add_distinct(json_t *list, json_t *v) {
 }
 
 /* Evaluates every kernel-scope constraint of k on g into the summary. */
-static void summarize_kernel(decline_summary *s, const ingot_kernel *k, const ingot_attention_graph *g) {
+static void summarize_kernel(decline_summary *s, const ingot_kernel *k, const void *g) {
   enum { kMaxPerKernel = SUMMARY_MAX_FIELDS };
   field_summary *seen[kMaxPerKernel];
   int ok[kMaxPerKernel];
@@ -277,7 +294,7 @@ static void summarize_kernel(decline_summary *s, const ingot_kernel *k, const in
       field_summary *f = summary_field(s, json_string_value(json_object_get(c, "field")));
       if (f == NULL) continue;
       ingot_strbuf scratch = {0};
-      const int holds = ingot_constraint_holds(c, g, &scratch);
+      const int holds = ingot_constraint_holds(c, k->pack->family, g, &scratch);
       ingot_strbuf_free(&scratch);
       size_t j = 0;
       while (j < n && seen[j] != f) ++j;
@@ -382,14 +399,16 @@ static void summary_free(decline_summary *s) {
 
 /* The summary lines of a graph no kernel admits (evaluated only then: a match
  * pays nothing for it). */
-static void append_summary(ingot_strbuf *report, const ingot_context *ctx, const ingot_attention_graph *g) {
+static void append_summary(ingot_strbuf *report, const ingot_context *ctx, const ingot_family *family,
+                           const void *g) {
   decline_summary s;
   memset(&s, 0, sizeof s);
   s.archs = json_array();
   for (size_t p = 0; p < ctx->num_packs; ++p) {
     const ingot_pack *pack = ctx->packs[p];
+    if (pack->family != family) continue;
     ingot_strbuf why = {0};
-    const int graph_ok = umds_hold(pack->graph_matchers, pack->num_graph_matchers, g, &why);
+    const int graph_ok = umds_hold(pack->graph_matchers, pack->num_graph_matchers, family, g, &why);
     ingot_strbuf_free(&why);
     if (!graph_ok) continue;
     for (size_t i = 0; i < pack->num_kernels; ++i) {
@@ -417,9 +436,9 @@ static void append_summary(ingot_strbuf *report, const ingot_context *ctx, const
   for (size_t i = 0; i < s.num_fields; ++i) {
     const field_summary *f = &s.fields[i];
     char note[160] = "";
-    if (f->admitted > 0 || f->constrained == 0 || !ingot_graph_field_note(g, f->field, note, sizeof note))
+    if (f->admitted > 0 || f->constrained == 0 || !family->field_note(g, f->field, note, sizeof note))
       continue;
-    json_t *v = ingot_graph_field(g, f->field);
+    json_t *v = family->field(g, f->field);
     ingot_strbuf_appendf(report, "no kernel has %s ", f->field);
     append_json(report, v);
     json_decref(v);
@@ -430,17 +449,20 @@ static void append_summary(ingot_strbuf *report, const ingot_context *ctx, const
   summary_free(&s);
 }
 
-int ingot_select_kernels(const ingot_context *ctx, const ingot_attention_graph *g, ingot_strbuf *report,
-                         const ingot_kernel ***out) {
+int ingot_select_kernels(const ingot_context *ctx, const ingot_family *family, const void *g,
+                         ingot_strbuf *report, const ingot_kernel ***out) {
   *out = NULL;
   const ingot_kernel **list = NULL;
   size_t n = 0, cap = 0;
   /* per-kernel lines go after the summary, which is known only at the end */
   ingot_strbuf lines = {0};
+  size_t family_packs = 0;
   for (size_t p = 0; p < ctx->num_packs; ++p) {
     const ingot_pack *pack = ctx->packs[p];
+    if (pack->family != family) continue; /* another family's kernels compute something else */
+    ++family_packs;
     ingot_strbuf why = {0};
-    if (!umds_hold(pack->graph_matchers, pack->num_graph_matchers, g, &why)) {
+    if (!umds_hold(pack->graph_matchers, pack->num_graph_matchers, family, g, &why)) {
       ingot_strbuf_appendf(&lines, "pack %s (all %zu kernels, graph-scope): %s\n", pack->name,
                            pack->num_kernels, ingot_strbuf_str(&why));
       ingot_strbuf_free(&why);
@@ -458,14 +480,14 @@ int ingot_select_kernels(const ingot_context *ctx, const ingot_attention_graph *
         continue;
       }
       ingot_strbuf kwhy = {0};
-      if (!umds_hold(k->matchers, k->num_matchers, g, &kwhy)) {
+      if (!umds_hold(k->matchers, k->num_matchers, family, g, &kwhy)) {
         ingot_strbuf_appendf(&lines, "%s: %s\n", k->name, ingot_strbuf_str(&kwhy));
         ingot_strbuf_free(&kwhy);
         continue;
       }
       ingot_strbuf_free(&kwhy);
       /* Keep only the best rank seen so far. */
-      const int c = n ? rank_cmp(k, list[0], g->q.dims[2]) : 1;
+      const int c = n ? rank_cmp(family, k, list[0], g) : 1;
       if (c < 0) continue;
       if (c > 0 && n) n = 0;
       if (n == cap) {
@@ -482,11 +504,18 @@ int ingot_select_kernels(const ingot_context *ctx, const ingot_attention_graph *
     }
   }
   if (n == 0) {
-    append_summary(report, ctx, g);
+    append_summary(report, ctx, family, g);
     ingot_strbuf_appendf(report, "%s", ingot_strbuf_str(&lines));
   }
   ingot_strbuf_free(&lines);
-  if (ctx->num_packs == 0) ingot_strbuf_appendf(report, "no pack is open on this context\n");
+  if (ctx->num_packs == 0) {
+    ingot_strbuf_appendf(report, "no pack is open on this context\n");
+  } else if (family_packs == 0) {
+    ingot_strbuf_appendf(report, "no pack of family %s is open on this context (open:", family->name);
+    for (size_t p = 0; p < ctx->num_packs; ++p)
+      ingot_strbuf_appendf(report, "%s %s (%s)", p ? "," : "", ctx->packs[p]->name, ctx->packs[p]->family->name);
+    ingot_strbuf_appendf(report, ")\n");
+  }
   if (n == 0) {
     free(list);
     return 0;

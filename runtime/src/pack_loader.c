@@ -23,7 +23,6 @@
 #include <openssl/evp.h>
 
 #include "elf_symbols.h"
-#include "ingot_attention_decode_dispatch.h"
 #include "internal.h"
 
 enum doc_kind { DOC_KDP, DOC_UED, DOC_KMD, DOC_UDD, DOC_UMD, DOC_KERNEL, NUM_DOC_KINDS };
@@ -501,15 +500,9 @@ static const kmd_field *kmd_find(const loader *L, const char *name) {
   return NULL;
 }
 
-/* The fields ingot_ad_kernel_meta is filled from. */
-static const struct {
-  const char *name, *type;
-} kRuntimeFields[] = {{"dtype", "string"}, {"head_dim", "int"},  {"group", "int"},
-                      {"max_sq", "int"},   {"rows", "int"},      {"waves", "int"},
-                      {"tokens_per_wave", "int"}, {"max_splits", "int"},
-                      {"kv_layout", "string"},   {"lse", "bool"}};
-
-static int check_kmd(loader *L, const doc_entry *e) {
+/* family: the pack's, whose metadata decoder reads the fields it names; NULL
+ * for a KMD no KDP references (its own structure only). */
+static int check_kmd(loader *L, const doc_entry *e, const ingot_family *family) {
   json_t *fields = get_typed(L, e->file, e->doc, "", "fields", JSON_ARRAY, "a list of {name, type, default_value?}");
   if (fields == NULL) return 0;
   free(L->kmd_fields);
@@ -542,17 +535,19 @@ static int check_kmd(loader *L, const doc_entry *e) {
     }
     L->num_kmd_fields = i + 1;
   }
-  for (size_t r = 0; r < sizeof(kRuntimeFields) / sizeof(kRuntimeFields[0]); ++r) {
-    const kmd_field *kf = kmd_find(L, kRuntimeFields[r].name);
-    if (kf == NULL || strcmp(kf->type, kRuntimeFields[r].type) != 0)
+  for (size_t r = 0; family != NULL && r < family->num_meta_fields; ++r) {
+    const ingot_meta_field *want = &family->meta_fields[r];
+    const kmd_field *kf = kmd_find(L, want->name);
+    if (kf == NULL || strcmp(kf->type, want->type) != 0)
       return fail(L, INGOT_INVALID_PACK, e->file, "fields",
-                  "%s field \"%s\" (allowed: a field \"%s\" of type %s; the runtime plans with it)",
-                  kf ? "wrong type of" : "no", kRuntimeFields[r].name, kRuntimeFields[r].name,
-                  kRuntimeFields[r].type);
+                  "%s field \"%s\" (allowed: a field \"%s\" of type %s; the %s family plans with it)",
+                  kf ? "wrong type of" : "no", want->name, want->name, want->type, family->name);
   }
   return 1;
 }
 
+/* A UMD's structure; its constraints are checked against the family's fields
+ * once the pack's family is known (check_umd_constraints). */
 static int check_umd(loader *L, const doc_entry *e, ingot_umd *out) {
   const char *scope;
   out->id = e->id;
@@ -563,14 +558,17 @@ static int check_umd(loader *L, const doc_entry *e, ingot_umd *out) {
     return fail(L, INGOT_INVALID_PACK, e->file, "scope", "\"%s\" (allowed: \"graph\", \"kernel\")", scope);
   out->graph_scope = !strcmp(scope, "graph");
   out->constraints = get_typed(L, e->file, e->doc, "", "constraints", JSON_ARRAY, "a list of constraints");
-  if (out->constraints == NULL) return 0;
+  return out->constraints != NULL;
+}
+
+static int check_umd_constraints(loader *L, const ingot_umd *u, const ingot_family *family) {
   size_t i;
   json_t *c;
   char path[64], why[1024];
-  json_array_foreach(out->constraints, i, c) {
-    if (!ingot_constraint_check(c, why, sizeof why)) {
+  json_array_foreach(u->constraints, i, c) {
+    if (!ingot_constraint_check(c, family, why, sizeof why)) {
       ingot_format(path, sizeof path, "constraints[%zu]", i);
-      return fail(L, INGOT_INVALID_PACK, e->file, path, "%s", why);
+      return fail(L, INGOT_INVALID_PACK, u->file, path, "%s", why);
     }
   }
   return 1;
@@ -616,7 +614,7 @@ static int check_udd(loader *L, const doc_entry *e, const char *kdp_file, ingot_
   if (pack->dispatch == NULL)
     return fail(L, INGOT_INVALID_PACK, e->file, "dispatch_symbol",
                 "\"%s\" is neither compiled into libingot, nor exported by the program, nor in the pack's "
-                "dispatch/%s.so (allowed: ingot_attention_decode_dispatch, a generated ingot_<pack>_dispatch linked "
+                "dispatch/%s.so (allowed: a stub of a shipped pack, a generated ingot_<pack>_dispatch linked "
                 "into the program, or a pack built by `ingot build`)", symbol, symbol);
   json_t *eps = get_string_list(L, e->file, e->doc, "", "entry_points");
   if (eps == NULL) return 0;
@@ -747,15 +745,9 @@ static int resolve_matchers(loader *L, ingot_pack *pack, const char *file, json_
   return 1;
 }
 
-static int int_meta(loader *L, const char *file, json_t *md, const char *path, const char *key, int *out) {
-  int64_t v;
-  if (!get_int(L, file, md, path, key, 1, INT32_MAX, &v)) return 0;
-  *out = (int)v;
-  return 1;
-}
-
 /* Metadata against the KMD: only known fields, right types, mandatory ones
- * present, defaults filled in; then ingot_ad_kernel_meta from it. */
+ * present, defaults filled in (the family decodes it once the archs are known:
+ * decode_metadata). */
 static int check_metadata(loader *L, const char *file, const char *kpath, json_t *kd, ingot_kernel *k) {
   char path[512], fpath[600];
   ingot_format(path, sizeof path, "%s.metadata", kpath);
@@ -789,29 +781,7 @@ static int check_metadata(loader *L, const char *file, const char *kpath, json_t
     if (json_object_set(k->metadata, f->name, f->default_value) != 0)
       return fail(L, INGOT_OUT_OF_MEMORY, file, path, "out of memory");
   }
-  json_t *m = k->metadata;
-  const char *dtype, *layout;
-  if (!get_string(L, file, m, path, "dtype", &dtype)) return 0;
-  if (!strcmp(dtype, "bf16")) k->meta.dtype = INGOT_DTYPE_BF16;
-  else if (!strcmp(dtype, "fp16")) k->meta.dtype = INGOT_DTYPE_FP16;
-  else {
-    ingot_format(fpath, sizeof fpath, "%s.dtype", path);
-    return fail(L, INGOT_INVALID_PACK, file, fpath, "\"%s\" (allowed: bf16, fp16)", dtype);
-  }
-  if (!get_string(L, file, m, path, "kv_layout", &layout)) return 0;
-  if (strcmp(layout, "contiguous") && strcmp(layout, "paged")) {
-    ingot_format(fpath, sizeof fpath, "%s.kv_layout", path);
-    return fail(L, INGOT_INVALID_PACK, file, fpath, "\"%s\" (allowed: contiguous, paged)", layout);
-  }
-  k->meta.paged = !strcmp(layout, "paged");
-  k->meta.lse = json_is_true(json_object_get(m, "lse"));
-  return int_meta(L, file, m, path, "head_dim", &k->meta.head_dim) &&
-         int_meta(L, file, m, path, "group", &k->meta.group) &&
-         int_meta(L, file, m, path, "max_sq", &k->meta.max_sq) &&
-         int_meta(L, file, m, path, "rows", &k->meta.rows) &&
-         int_meta(L, file, m, path, "waves", &k->meta.waves) &&
-         int_meta(L, file, m, path, "tokens_per_wave", &k->meta.tokens_per_wave) &&
-         int_meta(L, file, m, path, "max_splits", &k->meta.max_splits);
+  return 1;
 }
 
 /* Relative, inside the folder: no "..", no leading '/', no backslash. */
@@ -999,32 +969,19 @@ static int check_object(loader *L, const char *file, const char *opath, json_t *
   return 1;
 }
 
-/* Metadata the plan (templates/ingot_attention_decode_dispatch.h) would refuse
- * for every graph is refused here, with the range a plan accepts. */
-static int check_plannable(loader *L, const char *file, const char *kpath, const ingot_kernel *k) {
-  char path[600];
-  const ingot_ad_kernel_meta *m = &k->meta;
-  if (m->head_dim % INGOT_AD_HEAD_DIM_STEP != 0) {
-    ingot_format(path, sizeof path, "%s.metadata.head_dim", kpath);
-    return fail(L, INGOT_INVALID_PACK, file, path, "%d (allowed: a multiple of %d; the plan refuses others)",
-                m->head_dim, INGOT_AD_HEAD_DIM_STEP);
-  }
-  for (size_t o = 0; o < k->num_objects; ++o) {
-    const int wave = ingot_arch_wave_size(k->objects[o].arch);
-    if (wave > 0 && m->waves > INGOT_AD_MAX_BLOCK_THREADS / wave) {
-      ingot_format(path, sizeof path, "%s.metadata.waves", kpath);
-      return fail(L, INGOT_INVALID_PACK, file, path,
-                  "%d (allowed: 1..%d: waves x wave size %d on %s <= %d threads per workgroup)", m->waves,
-                  INGOT_AD_MAX_BLOCK_THREADS / wave, wave, k->objects[o].arch, INGOT_AD_MAX_BLOCK_THREADS);
-    }
-  }
-  /* a workgroup's rows and a sequence's query tokens (the kernels' register tiles) */
-  if (m->rows < 1 || m->rows > INGOT_AD_MAX_ROWS || m->max_sq < 1 || m->max_sq > INGOT_AD_MAX_SQ) {
-    ingot_format(path, sizeof path, "%s.metadata", kpath);
-    return fail(L, INGOT_INVALID_PACK, file, path, "rows %d, max_sq %d (allowed: rows 1..%d, max_sq 1..%d)",
-                m->rows, m->max_sq, INGOT_AD_MAX_ROWS, INGOT_AD_MAX_SQ);
-  }
-  return 1;
+/* The family decodes the kernel's metadata for its plans and refuses what no
+ * plan could accept (family.h meta_decode), knowing the kernel's archs. */
+static int decode_metadata(loader *L, const char *file, const char *kpath, const ingot_pack *pack, ingot_kernel *k) {
+  const char *archs[INGOT_MAX_ARCHS];
+  for (size_t o = 0; o < k->num_objects; ++o) archs[o] = k->objects[o].arch;
+  char where[128] = "", why[512] = "", path[600];
+  memset(k->meta.bytes, 0, sizeof k->meta.bytes);
+  if (pack->family->meta_decode(k->metadata, archs, k->num_objects, k->meta.bytes, where, sizeof where, why,
+                                sizeof why))
+    return 1;
+  if (where[0]) ingot_format(path, sizeof path, "%s.metadata.%s", kpath, where);
+  else ingot_format(path, sizeof path, "%s.metadata", kpath);
+  return fail(L, INGOT_INVALID_PACK, file, path, "%s", why[0] ? why : "refused by the family");
 }
 
 static int check_kernel(loader *L, const doc_entry *kdp, json_t *kd, size_t index, ingot_pack *pack,
@@ -1093,7 +1050,7 @@ static int check_kernel(loader *L, const doc_entry *kdp, json_t *kd, size_t inde
     ingot_format(obj->arch, sizeof obj->arch, "%s", arch);
     if (!check_object(L, file, opath, o, pack, obj, spath, k->symbols)) return 0;
   }
-  return check_plannable(L, file, kpath, k);
+  return decode_metadata(L, file, kpath, pack, k);
 }
 
 static int check_kdp(loader *L, const doc_entry *kdp, ingot_pack *pack) {
@@ -1101,15 +1058,25 @@ static int check_kdp(loader *L, const doc_entry *kdp, ingot_pack *pack) {
   pack->kdp = kdp->doc;
   pack->id = kdp->id;
   pack->name = json_string_value(json_object_get(kdp->doc, "name"));
-  /* engine -> UED -> KMD */
-  if (!get_string(L, file, kdp->doc, "", "engine", &s)) return 0;
-  const doc_entry *ued = resolve(L, file, "engine", s, DOC_UED), *kmd = NULL;
-  if (ued == NULL || !check_ued(L, ued, &kmd) || !check_kmd(L, kmd) || !check_knobs(L, ued)) return 0;
-  /* dispatch -> UDD */
+  /* dispatch -> UDD -> the stub -> its family */
   if (!get_string(L, file, kdp->doc, "", "dispatch", &s)) return 0;
   const doc_entry *udd = resolve(L, file, "dispatch", s, DOC_UDD);
   if (udd == NULL || !check_udd(L, udd, file, pack)) return 0;
   L->entry_points = json_object_get(udd->doc, "entry_points");
+  pack->family = ingot_family_find(pack->dispatch->family);
+  if (pack->family == NULL)
+    return fail(L, INGOT_INVALID_PACK, udd->file, "dispatch_symbol",
+                "\"%s\" serves family \"%s\", which this runtime does not know (allowed: %s)",
+                pack->dispatch->symbol, pack->dispatch->family ? pack->dispatch->family : "(none)",
+                ingot_family_names());
+  /* every UMD's constraints name the family's fields */
+  for (size_t u = 0; u < pack->num_umds; ++u)
+    if (!check_umd_constraints(L, &pack->umds[u], pack->family)) return 0;
+  /* engine -> UED -> KMD */
+  if (!get_string(L, file, kdp->doc, "", "engine", &s)) return 0;
+  const doc_entry *ued = resolve(L, file, "engine", s, DOC_UED), *kmd = NULL;
+  if (ued == NULL || !check_ued(L, ued, &kmd) || !check_kmd(L, kmd, pack->family) || !check_knobs(L, ued))
+    return 0;
   /* graph matchers: KDP.matchers then the UED's */
   json_t *ms = get_string_list(L, file, kdp->doc, "", "matchers");
   if (ms == NULL || !resolve_matchers(L, pack, file, ms, "matchers", 1, &pack->graph_matchers, &pack->num_graph_matchers))
@@ -1224,7 +1191,7 @@ ingot_status ingot_pack_load(const char *pack_dir, ingot_pack *const *existing, 
     const doc_entry *kmd = NULL;
     ingot_pack scratch;
     if (e->kind == DOC_UED) ok = check_ued(&L, e, &kmd);
-    else if (e->kind == DOC_KMD) ok = check_kmd(&L, e);
+    else if (e->kind == DOC_KMD) ok = check_kmd(&L, e, NULL);
     else if (e->kind == DOC_UDD) {
       memset(&scratch, 0, sizeof scratch);
       scratch.kdp = kdp != NULL ? kdp->doc : NULL; /* its dispatch_library record */

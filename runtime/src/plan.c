@@ -49,13 +49,14 @@ int ingot_blocks_per_cu(const char *arch, const ingot_code_object *obj, int wave
 static ingot_status plan_kernel(const ingot_context *ctx, const char *arch, ingot_plan *plan, char *err,
                                 size_t n) {
   const ingot_kernel *k = plan->kernel;
-  const ingot_attention_graph *graph = &plan->graph;
+  const ingot_family *family = plan->family;
   ingot_device_caps caps;
   caps.wave_size = ctx->wave_size > 0 ? ctx->wave_size : ingot_arch_wave_size(arch);
   caps.compute_units = ctx->compute_units > 0 ? ctx->compute_units : ingot_arch_compute_units(arch);
   caps.max_lds_bytes = ingot_arch_max_lds(arch);
   const ingot_code_object *obj = ingot_kernel_object(k, arch);
-  caps.blocks_per_cu = obj ? ingot_blocks_per_cu(arch, obj, k->meta.waves, caps.wave_size) : 0;
+  const int waves = family->waves != NULL ? family->waves(k->meta.bytes) : 0;
+  caps.blocks_per_cu = obj ? ingot_blocks_per_cu(arch, obj, waves, caps.wave_size) : 0;
   /* Balanced batches (issue 23) only where the environment says INGOT_BALANCE=1 when the plan is
    * made: on the H200 they cost uniform batches 3-31% (B=16 32/8 8K 121.4 -> 125.4 us, B=4 8/2 8K
    * 12.5 -> 16.4) while they save ragged ones up to 4x (docs/PERFORMANCE.md, Ragged batches). */
@@ -67,7 +68,7 @@ static ingot_status plan_kernel(const ingot_context *ctx, const char *arch, ingo
   }
   plan->caps = caps;
   char msg[384] = "";
-  ingot_status s = k->pack->dispatch->plan(&k->meta, graph, &caps, &plan->dispatch, msg, sizeof msg);
+  ingot_status s = k->pack->dispatch->plan(k->meta.bytes, plan->graph.bytes, &caps, &plan->dispatch, msg, sizeof msg);
   if (s != INGOT_OK) {
     ingot_format(err, n, "kernel %s: %s: %s", k->name, k->pack->dispatch->symbol,
                  msg[0] ? msg : ingot_status_string(s));
@@ -94,24 +95,37 @@ static ingot_status plan_kernel(const ingot_context *ctx, const char *arch, ingo
   return INGOT_OK;
 }
 
-INGOT_API ingot_status ingot_plan_create(ingot_context *ctx, const ingot_attention_graph *graph,
-                                         ingot_plan **out) {
+INGOT_API ingot_status ingot_plan_create_family(ingot_context *ctx, const char *family_name, const void *graph,
+                                                size_t graph_size, ingot_plan **out) {
   if (out != NULL) *out = NULL;
   if (ctx == NULL) return INGOT_INVALID_ARGUMENT;
   ingot_context_clear_error(ctx);
   ingot_strbuf_free(&ctx->decline_report);
-  if (out == NULL || graph == NULL) {
-    ingot_context_set_error(ctx, "ingot_plan_create: %s is NULL", out == NULL ? "out" : "graph");
+  if (out == NULL || graph == NULL || family_name == NULL) {
+    ingot_context_set_error(ctx, "ingot_plan_create: %s is NULL",
+                            out == NULL ? "out" : graph == NULL ? "graph" : "family");
+    return INGOT_INVALID_ARGUMENT;
+  }
+  const ingot_family *family = ingot_family_find(family_name);
+  if (family == NULL) {
+    ingot_context_set_error(ctx, "ingot_plan_create: family \"%s\" is unknown (allowed: %s)", family_name,
+                            ingot_family_names());
+    return INGOT_INVALID_ARGUMENT;
+  }
+  if (graph_size != family->graph_size) {
+    ingot_context_set_error(ctx, "ingot_plan_create: graph_size %zu is not the size of the %s graph struct "
+                            "(required: %zu; rebuild against this ingot's headers)", graph_size, family->name,
+                            family->graph_size);
     return INGOT_INVALID_ARGUMENT;
   }
   char err[512];
-  ingot_status s = ingot_graph_validate(graph, err, sizeof err);
+  ingot_status s = family->validate(graph, err, sizeof err);
   if (s != INGOT_OK) {
     ingot_context_set_error(ctx, "%s", err);
     return s;
   }
   const ingot_kernel **cands = NULL;
-  const int n = ingot_select_kernels(ctx, graph, &ctx->decline_report, &cands);
+  const int n = ingot_select_kernels(ctx, family, graph, &ctx->decline_report, &cands);
   if (n < 0) {
     ingot_context_set_error(ctx, "ingot_plan_create: out of memory");
     return INGOT_OUT_OF_MEMORY;
@@ -123,7 +137,10 @@ INGOT_API ingot_status ingot_plan_create(ingot_context *ctx, const ingot_attenti
   }
   ingot_strbuf_free(&ctx->decline_report);
   ingot_plan *plan = calloc(1, sizeof(*plan));
-  if (plan == NULL) {
+  ingot_plan *cand = calloc(1, sizeof(*cand));
+  if (plan == NULL || cand == NULL) {
+    free(plan);
+    free(cand);
     free(cands);
     ingot_context_set_error(ctx, "ingot_plan_create: out of memory");
     return INGOT_OUT_OF_MEMORY;
@@ -137,8 +154,12 @@ INGOT_API ingot_status ingot_plan_create(ingot_context *ctx, const ingot_attenti
   int have = 0, considered = 0;
   for (int i = 0; i < n; ++i) {
     if (ingot_kernel_object(cands[i], arch) == NULL) continue;
-    ingot_plan cand = {.ctx = ctx, .kernel = cands[i], .graph = *graph};
-    s = plan_kernel(ctx, arch, &cand, err, sizeof err);
+    memset(cand, 0, sizeof *cand);
+    cand->ctx = ctx;
+    cand->kernel = cands[i];
+    cand->family = family;
+    memcpy(cand->graph.bytes, graph, graph_size);
+    s = plan_kernel(ctx, arch, cand, err, sizeof err);
     if (s != INGOT_OK) {
       if (first_status == INGOT_OK) {
         first_status = s;
@@ -147,20 +168,22 @@ INGOT_API ingot_status ingot_plan_create(ingot_context *ctx, const ingot_attenti
       continue;
     }
     if (considered < INGOT_MAX_CONSIDERED) {
-      plan->considered[considered].kernel = cand.kernel;
-      plan->considered[considered].cost = cand.dispatch.cost;
-      plan->considered[considered].splits = cand.dispatch.num_splits;
+      plan->considered[considered].kernel = cand->kernel;
+      plan->considered[considered].cost = cand->dispatch.cost;
+      plan->considered[considered].splits = cand->dispatch.num_splits;
       ++considered;
     }
-    if (!have || cand.dispatch.cost < plan->dispatch.cost) {
-      plan->kernel = cand.kernel;
-      plan->caps = cand.caps;
-      plan->dispatch = cand.dispatch;
+    if (!have || cand->dispatch.cost < plan->dispatch.cost) {
+      plan->kernel = cand->kernel;
+      plan->caps = cand->caps;
+      plan->dispatch = cand->dispatch;
     }
     have = 1;
   }
+  free(cand);
   plan->ctx = ctx;
-  plan->graph = *graph;
+  plan->family = family;
+  memcpy(plan->graph.bytes, graph, graph_size);
   plan->num_considered = considered;
   free(cands);
   if (!have) {
@@ -181,6 +204,7 @@ INGOT_API void ingot_plan_destroy(ingot_plan *plan) {
 }
 
 INGOT_API const char *ingot_plan_kernel_name(const ingot_plan *plan) { return plan ? plan->kernel->name : NULL; }
+INGOT_API const char *ingot_plan_family(const ingot_plan *plan) { return plan ? plan->family->name : NULL; }
 INGOT_API size_t ingot_plan_workspace_size(const ingot_plan *plan) {
   return plan ? (size_t)plan->dispatch.workspace_bytes : 0;
 }
@@ -293,41 +317,28 @@ static ingot_status ensure_loaded(const ingot_plan *plan, char *err, size_t n) {
 
 /* ---- execute --------------------------------------------------------------- */
 
-static ingot_status need(const void *p, const char *name, const char *why, size_t align, char *err, size_t n) {
-  if (p == NULL) {
-    ingot_format(err, n, "ingot_plan_execute: buffers->%s is NULL (required: %s)", name, why);
-    return INGOT_INVALID_ARGUMENT;
-  }
-  if ((uintptr_t)p % align != 0) {
-    ingot_format(err, n, "ingot_plan_execute: buffers->%s = %p is not %zu-byte aligned (required: %zu-byte alignment)",
-                 name, p, align, align);
-    return INGOT_INVALID_ARGUMENT;
-  }
-  return INGOT_OK;
-}
-
 #define TRY(x)                                                                                     \
   do {                                                                                             \
     ingot_status s_ = (x);                                                                         \
     if (s_ != INGOT_OK) return s_;                                                                 \
   } while (0)
 
-INGOT_API ingot_status ingot_plan_execute_ex(const ingot_plan *plan, void *stream,
-                                             const ingot_attention_buffers *b, void *workspace,
-                                             size_t workspace_size, char *err, size_t n) {
+INGOT_API ingot_status ingot_plan_execute_family(const ingot_plan *plan, void *stream, const void *b,
+                                                 size_t buffers_size, void *workspace, size_t workspace_size,
+                                                 char *err, size_t n) {
   ingot_format(err, n, "%s", "");
   if (plan == NULL || b == NULL) {
     ingot_format(err, n, "ingot_plan_execute: %s is NULL", plan == NULL ? "plan" : "buffers");
     return INGOT_INVALID_ARGUMENT;
   }
-  const ingot_attention_graph *g = &plan->graph;
-  TRY(need(b->q, "q", "the graph's q", 16, err, n));
-  TRY(need(b->k, "k", "the graph's k", 16, err, n));
-  TRY(need(b->v, "v", "the graph's v", 16, err, n));
-  TRY(need(b->o, "o", "the graph's o", 16, err, n));
-  TRY(need(b->seq_lens, "seq_lens", "the valid lengths, in device memory", 4, err, n));
-  if (g->lse.rank != 0) TRY(need(b->lse, "lse", "the graph has an LSE output", 4, err, n));
-  if (g->kv_layout == INGOT_KV_PAGED) TRY(need(b->page_table, "page_table", "the KV layout is paged", 4, err, n));
+  const ingot_family *family = plan->family;
+  if (buffers_size != family->buffers_size) {
+    ingot_format(err, n, "ingot_plan_execute: buffers_size %zu is not the size of the %s buffers struct "
+                 "(required: %zu; rebuild against this ingot's headers)", buffers_size, family->name,
+                 family->buffers_size);
+    return INGOT_INVALID_ARGUMENT;
+  }
+  TRY(family->check_buffers(plan->graph.bytes, b, err, n));
   uint64_t required = plan->dispatch.workspace_bytes;
   if (required > 0 && workspace == NULL) {
     ingot_format(err, n, "ingot_plan_execute: workspace is NULL (required: %llu bytes, given: 0)",
@@ -376,10 +387,4 @@ INGOT_API ingot_status ingot_plan_execute_ex(const ingot_plan *plan, void *strea
     }
   }
   return INGOT_OK;
-}
-
-INGOT_API ingot_status ingot_plan_execute(const ingot_plan *plan, void *stream, const ingot_attention_buffers *b,
-                                          void *workspace, size_t workspace_size) {
-  char err[512];
-  return ingot_plan_execute_ex(plan, stream, b, workspace, workspace_size, err, sizeof err);
 }

@@ -187,7 +187,7 @@ static inline void fz_decode_graph(fz_reader *r, ingot_attention_graph *g) {
 
 /* Two index tuples of t reach one element offset, by the sorted-stride test
  * (dims of extent > 1 by stride, each stride >= the span below it), in 128
- * bits: independent of graph.c's int64 version. */
+ * bits: independent of ad_graph.c's int64 version. */
 static inline int fz_overlaps(const ingot_tensor_desc *t) {
   int order[INGOT_MAX_RANK], n = 0;
   for (int i = 0; i < t->rank && i < INGOT_MAX_RANK; ++i)
@@ -315,18 +315,19 @@ static inline int fz_graph_flags(const ingot_attention_graph *g) {
  * (D + 1) floats, lse padded to 4, then B + 1 int64 prefix sums). */
 static inline void fz_check_balanced(const ingot_ad_kernel_meta *m, const ingot_attention_graph *g,
                               const ingot_device_caps *caps, const ingot_dispatch_plan *p) {
+  const ingot_ad_params *P = ingot_ad_params_in(p);
   const int64_t B = g->q.dims[0], Hq = g->q.dims[1], Sq = g->q.dims[2], D = g->q.dims[3], Hkv = g->k.dims[2];
-  FZ_REQUIRE(Hq % Hkv == 0 && p->group == Hq / Hkv, "Hq %lld Hkv %lld plan group %d", (long long)Hq,
-             (long long)Hkv, p->group);
+  FZ_REQUIRE(Hq % Hkv == 0 && P->group == Hq / Hkv, "Hq %lld Hkv %lld plan group %d", (long long)Hq,
+             (long long)Hkv, P->group);
   FZ_REQUIRE(caps->balance && B >= 2 && B <= INGOT_AD_BALANCED_MAX_BATCH, "balanced plan of B %lld (balance %d)",
              (long long)B, caps->balance);
   FZ_REQUIRE(D == m->head_dim && Sq >= 1 && Sq <= m->max_sq && Hkv >= 1, "shape");
   const int base = fz_graph_flags(g);
-  const int fill = ingot_ad_bal_fill(p->flags);
+  const int fill = ingot_ad_bal_fill(P->flags);
   FZ_REQUIRE(fill >= 1 && fill <= p->num_splits, "fill %d of %d units", fill, p->num_splits);
-  FZ_REQUIRE(p->flags == (base | INGOT_AD_FLAG_BALANCED | (int)(B << INGOT_AD_FLAG_BATCH_SHIFT) |
+  FZ_REQUIRE(P->flags == (base | INGOT_AD_FLAG_BALANCED | (int)(B << INGOT_AD_FLAG_BATCH_SHIFT) |
                           (fill << INGOT_AD_FLAG_FILL_SHIFT)),
-             "flags %d", p->flags);
+             "flags %d", P->flags);
   FZ_REQUIRE(p->num_splits >= 1 && p->num_splits <= 256 && p->num_splits <= m->max_splits, "units %d",
              p->num_splits);
   FZ_REQUIRE(p->num_launches == 2 && p->cost >= 0.0 && p->cost <= 1e300, "launches %d cost %g", p->num_launches,
@@ -353,12 +354,13 @@ static inline void fz_check_balanced(const ingot_ad_kernel_meta *m, const ingot_
   const fz_u128 ws = ((lse_n + 3) / 4 * 4 + lse_n * (uint64_t)D) * (uint64_t)Hkv * 4u + ((uint64_t)B + 1) * 8u;
   FZ_REQUIRE((fz_u128)p->workspace_bytes == ws, "balanced workspace %llu, expected %.0f",
              (unsigned long long)p->workspace_bytes, (double)ws);
-  FZ_REQUIRE(p->capacity == g->capacity && p->sq == Sq && p->num_kv_heads == Hkv, "scalars");
+  FZ_REQUIRE(P->capacity == g->capacity && P->sq == Sq && P->num_kv_heads == Hkv, "scalars");
 }
 
 static inline void fz_check_plan(const ingot_ad_kernel_meta *m, const ingot_attention_graph *g,
                                  const ingot_device_caps *caps, const ingot_dispatch_plan *p) {
-  if (p->flags & INGOT_AD_FLAG_BALANCED) { /* issue 23: its own grids and workspace */
+  const ingot_ad_params *P = ingot_ad_params_in(p);
+  if (P->flags & INGOT_AD_FLAG_BALANCED) { /* issue 23: its own grids and workspace */
     fz_check_balanced(m, g, caps, p);
     return;
   }
@@ -367,8 +369,8 @@ static inline void fz_check_plan(const ingot_ad_kernel_meta *m, const ingot_atte
   FZ_REQUIRE(B >= 1 && Hkv >= 1 && Sq >= 1 && D >= 1, "B %lld Hkv %lld Sq %lld D %lld", (long long)B,
              (long long)Hkv, (long long)Sq, (long long)D);
   /* any group runs on the kernel's rows: Hq a multiple of Hkv, at most 65535 of it, handed to the kernels */
-  FZ_REQUIRE(Hq % Hkv == 0 && Hq / Hkv >= 1 && Hq / Hkv <= 65535 && p->group == Hq / Hkv,
-             "Hq %lld Hkv %lld plan group %d", (long long)Hq, (long long)Hkv, p->group);
+  FZ_REQUIRE(Hq % Hkv == 0 && Hq / Hkv >= 1 && Hq / Hkv <= 65535 && P->group == Hq / Hkv,
+             "Hq %lld Hkv %lld plan group %d", (long long)Hq, (long long)Hkv, P->group);
   FZ_REQUIRE(D == m->head_dim && Sq <= m->max_sq, "D %lld head_dim %d Sq %lld max_sq %d", (long long)D,
              m->head_dim, (long long)Sq, m->max_sq);
   FZ_REQUIRE(p->num_splits >= 1 && p->num_splits <= m->max_splits, "splits %d max_splits %d", p->num_splits,
@@ -423,23 +425,23 @@ static inline void fz_check_plan(const ingot_ad_kernel_meta *m, const ingot_atte
   }
   FZ_REQUIRE((fz_u128)p->workspace_bytes == ws, "workspace %llu, expected %.0f",
              (unsigned long long)p->workspace_bytes, (double)ws);
-  FZ_REQUIRE(p->capacity == g->capacity && p->sq == Sq && p->num_kv_heads == Hkv,
-             "capacity %d sq %d num_kv_heads %d", p->capacity, p->sq, p->num_kv_heads);
-  FZ_REQUIRE(p->page_size == (g->kv_layout == INGOT_KV_PAGED ? g->k.dims[1] : 0), "page_size %d", p->page_size);
+  FZ_REQUIRE(P->capacity == g->capacity && P->sq == Sq && P->num_kv_heads == Hkv,
+             "capacity %d sq %d num_kv_heads %d", P->capacity, P->sq, P->num_kv_heads);
+  FZ_REQUIRE(P->page_size == (g->kv_layout == INGOT_KV_PAGED ? g->k.dims[1] : 0), "page_size %d", P->page_size);
   /* paged: a power of two (pages shorter than a chunk are read token by token) */
-  FZ_REQUIRE(g->kv_layout != INGOT_KV_PAGED || (p->page_size >= 1 && (p->page_size & (p->page_size - 1)) == 0),
-             "page size %d", p->page_size);
-  FZ_REQUIRE(p->flags == fz_graph_flags(g),
-             "flags %d", p->flags);
+  FZ_REQUIRE(g->kv_layout != INGOT_KV_PAGED || (P->page_size >= 1 && (P->page_size & (P->page_size - 1)) == 0),
+             "page size %d", P->page_size);
+  FZ_REQUIRE(P->flags == fz_graph_flags(g),
+             "flags %d", P->flags);
   /* the strides the kernels are handed: the graph's, the page table's row stride only when paged */
   for (int i = 0; i < 3; ++i)
-    FZ_REQUIRE(p->q_stride[i] == g->q.strides[i] && p->k_stride[i] == g->k.strides[i] &&
-                   p->v_stride[i] == g->v.strides[i] && p->o_stride[i] == g->o.strides[i],
+    FZ_REQUIRE(P->q_stride[i] == g->q.strides[i] && P->k_stride[i] == g->k.strides[i] &&
+                   P->v_stride[i] == g->v.strides[i] && P->o_stride[i] == g->o.strides[i],
                "stride %d not the graph's", i);
-  FZ_REQUIRE(p->page_table_stride == (g->kv_layout == INGOT_KV_PAGED ? g->page_table.strides[0] : 0),
-             "page table stride %lld", (long long)p->page_table_stride);
-  FZ_REQUIRE(p->scale == g->scale || (p->scale != p->scale && g->scale != g->scale), "scale %g, graph %g",
-             (double)p->scale, (double)g->scale);
+  FZ_REQUIRE(P->page_table_stride == (g->kv_layout == INGOT_KV_PAGED ? g->page_table.strides[0] : 0),
+             "page table stride %lld", (long long)P->page_table_stride);
+  FZ_REQUIRE(P->scale == g->scale || (P->scale != P->scale && g->scale != g->scale), "scale %g, graph %g",
+             (double)P->scale, (double)g->scale);
 }
 
 #endif

@@ -65,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   fz_check_plan(&m, &g, &caps, &p); /* a balanced plan: fz_check_balanced (fuzz_common.h) */
-  if (p.flags & INGOT_AD_FLAG_BALANCED) {
+  if (ingot_ad_params_in(&p)->flags & INGOT_AD_FLAG_BALANCED) {
     /* the schedule on lengths drawn from the rest of the input: raw values, any int */
     static int32_t lens[INGOT_AD_BALANCED_MAX_BATCH];
     const int B = (int)g.q.dims[0];
@@ -78,8 +78,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     char msg[512];
     const char *why = rs_check(lens, B, (int)g.capacity, m.waves * m.tokens_per_wave, p.num_splits,
-                               ingot_ad_bal_fill(p.flags), g.k.dims[2],
-                               (long long)p.group * g.q.dims[2], g.q.dims[3], p.workspace_bytes, NULL, msg, sizeof msg);
+                               ingot_ad_bal_fill(ingot_ad_params_in(&p)->flags), g.k.dims[2],
+                               (long long)ingot_ad_params_in(&p)->group * g.q.dims[2], g.q.dims[3], p.workspace_bytes, NULL, msg, sizeof msg);
     FZ_REQUIRE(why == NULL, "balanced schedule: %s", why);
   }
 
@@ -91,13 +91,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t n = 0;
     FZ_REQUIRE(e->pack(&p, i, &b, NULL, args, sizeof args, &n, err, sizeof err) == INGOT_OK, "pack: %s", err);
     FZ_REQUIRE(n == e->kernarg_size && n == 200, "packed %zu bytes", n);
-    FZ_REQUIRE(get_i64(args + 64) == p.q_stride[0] && get_i64(args + 96) == p.k_stride[1] &&
-                   get_i64(args + 152) == p.o_stride[2] && get_i64(args + 160) == p.page_table_stride,
+    FZ_REQUIRE(get_i64(args + 64) == ingot_ad_params_in(&p)->q_stride[0] && get_i64(args + 96) == ingot_ad_params_in(&p)->k_stride[1] &&
+                   get_i64(args + 152) == ingot_ad_params_in(&p)->o_stride[2] && get_i64(args + 160) == ingot_ad_params_in(&p)->page_table_stride,
                "strides not packed as planned");
-    FZ_REQUIRE(get_i32(args + 168) == p.capacity && get_i32(args + 172) == p.page_size &&
-                   get_i32(args + 176) == p.sq && get_i32(args + 180) == p.num_splits &&
-                   get_i32(args + 184) == p.num_kv_heads && get_i32(args + 188) == p.flags &&
-                   get_i32(args + 196) == p.group,
+    FZ_REQUIRE(get_i32(args + 168) == ingot_ad_params_in(&p)->capacity && get_i32(args + 172) == ingot_ad_params_in(&p)->page_size &&
+                   get_i32(args + 176) == ingot_ad_params_in(&p)->sq && get_i32(args + 180) == p.num_splits &&
+                   get_i32(args + 184) == ingot_ad_params_in(&p)->num_kv_heads && get_i32(args + 188) == ingot_ad_params_in(&p)->flags &&
+                   get_i32(args + 196) == ingot_ad_params_in(&p)->group,
                "scalars not packed as planned");
   }
   uint8_t small[8];

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "internal.h"
+#include "ad_family.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* the text lives in its own allocation so ASan sees any read past its end */

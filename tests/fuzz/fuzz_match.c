@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "internal.h"
+#include "ad_family.h"
 
 static ingot_context *g_ctx[2];
 
@@ -87,8 +87,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
              "accessors");
   FZ_REQUIRE(strcmp(ingot_plan_kernel_name(plan), plan->kernel->name) == 0, "kernel name");
   /* The kernel's metadata admits the graph (the matcher's UMDs said so). */
-  FZ_REQUIRE(plan->kernel->meta.head_dim == g.q.dims[3] && g.q.dims[2] <= plan->kernel->meta.max_sq &&
-                 plan->kernel->meta.paged == (g.kv_layout == INGOT_KV_PAGED),
+  FZ_REQUIRE(ingot_ad_meta(plan->kernel)->head_dim == g.q.dims[3] && g.q.dims[2] <= ingot_ad_meta(plan->kernel)->max_sq &&
+                 ingot_ad_meta(plan->kernel)->paged == (g.kv_layout == INGOT_KV_PAGED),
              "kernel %s chosen for D %lld Sq %lld", plan->kernel->name, (long long)g.q.dims[3],
              (long long)g.q.dims[2]);
   /* Execute on a host context checks its arguments, then answers UNAVAILABLE. */

@@ -13,7 +13,7 @@
 #include <stdatomic.h>
 
 #include "ingot_attention_decode_limits.h"
-#include "internal.h"
+#include "ad_family.h"
 
 static const char *g_pack;
 
@@ -282,7 +282,7 @@ static void test_compute_units(void) {
       h200.compute_units = 132;
       ingot_dispatch_plan other;
       char err[384] = "";
-      CHECK_STATUS(plan->kernel->pack->dispatch->plan(&plan->kernel->meta, &plan->graph, &h200, &other, err,
+      CHECK_STATUS(plan->kernel->pack->dispatch->plan(plan->kernel->meta.bytes, plan->graph.bytes, &h200, &other, err,
                                                       sizeof err), INGOT_OK);
       differs += other.num_splits != ingot_plan_num_splits(plan);
       ingot_plan_destroy(plan);
@@ -342,7 +342,7 @@ static void test_agprs_counted_once(void) {
     CHECK(obj != NULL && obj->split_registers == vgpr);
     /* 4 SIMDs x (512 / vgpr rounded up to 8) waves, over the kernel's waves */
     const int per_simd = 512 / ((vgpr + 7) / 8 * 8);
-    if (obj) CHECK(ingot_blocks_per_cu("gfx942", obj, k->meta.waves, 64) == 4 * per_simd / k->meta.waves);
+    if (obj) CHECK(ingot_blocks_per_cu("gfx942", obj, ingot_ad_meta(k)->waves, 64) == 4 * per_simd / ingot_ad_meta(k)->waves);
     CHECK(per_simd >= 2 && 512 / ((vgpr + agpr + 7) / 8 * 8) == 1); /* the sum would have said 1 */
   }
   ingot_context_destroy(ctx);

@@ -14,7 +14,7 @@
 #include "ingot/ingot.h"
 #include "test_util.h"
 /* after test_util.h, which sets the feature macros before any system header */
-#include "internal.h" /* the dispatch stubs' contract and ingot_plan_dispatch_info */
+#include "ad_family.h" /* the family, its planner and ingot_plan_dispatch_info */
 #include "ingot_attention_decode_balance.h" /* the balanced plans' flag */
 #include "ingot_attention_decode_limits.h"  /* the launch entries */
 
@@ -100,7 +100,7 @@ static int check_rank_choice(ingot_context *ctx, int w8_built) {
     CHECK(is8 == (w8_built && c[4]));
     /* one segment per sequence: uniform, or balanced with one unit per sequence (issue 23) */
     if (is8 && c[0] == 16)
-      CHECK(plan->dispatch.flags & INGOT_AD_FLAG_BALANCED
+      CHECK(ingot_ad_params_in(&plan->dispatch)->flags & INGOT_AD_FLAG_BALANCED
                 ? ingot_plan_num_splits(plan) == 16 && ingot_plan_launch_count(plan) == 2
                 : ingot_plan_num_splits(plan) == 1 && ingot_plan_launch_count(plan) == 1);
     ingot_plan_destroy(plan);
@@ -355,7 +355,7 @@ static void check_plan_capacity_bound(void) {
     ingot_dispatch_plan p;
     char err[256] = "", want[256];
     CHECK_STATUS(e->plan(&m, &g, &caps, &p, err, sizeof err), INGOT_OK);
-    CHECK(p.capacity == (int32_t)bound);
+    CHECK(ingot_ad_params_in(&p)->capacity == (int32_t)bound);
     g = shaped_graph(INGOT_DTYPE_BF16, 8, 2, 128, 1, 1, bound + 1, 0, 16, 0, 0);
     CHECK_STATUS(e->plan(&m, &g, &caps, &p, err, sizeof err), INGOT_INVALID_ARGUMENT);
     snprintf(want, sizeof want,
@@ -391,7 +391,7 @@ int main(int argc, char **argv) {
       ingot_attention_graph g = shaped_graph(INGOT_DTYPE_BF16, 32, 8, 128, 1, 16, 8192, 0, 16, 0, 0);
       ingot_plan *plan = NULL;
       CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_OK);
-      if (plan) CHECK((plan->dispatch.flags & INGOT_AD_FLAG_BALANCED) == 0);
+      if (plan) CHECK((ingot_ad_params_in(&plan->dispatch)->flags & INGOT_AD_FLAG_BALANCED) == 0);
       ingot_plan_destroy(plan);
       setenv("INGOT_BALANCE", "1", 1);
     }
@@ -453,7 +453,7 @@ int main(int argc, char **argv) {
         CHECK(ln->lds_bytes == (split_entry ? dyn : 0u));
       }
       const int splits = ingot_plan_num_splits(plan);
-      const int balanced = (plan->dispatch.flags & INGOT_AD_FLAG_BALANCED) != 0; /* B > 1 (issue 23) */
+      const int balanced = (ingot_ad_params_in(&plan->dispatch)->flags & INGOT_AD_FLAG_BALANCED) != 0; /* B > 1 (issue 23) */
       CHECK(splits >= 1 && splits <= 256);
       CHECK(!balanced || (b > 1 && b <= INGOT_AD_BALANCED_MAX_BATCH));
       balanced_plans += balanced;

@@ -4,7 +4,7 @@
  * pass every decline test. usage: test_matcher PACKDIR */
 #include "test_util.h"
 /* after test_util.h, which sets the feature macros before any system header */
-#include "internal.h" /* ingot_graph_validate, the derived fields */
+#include "ad_family.h" /* ingot_graph_validate, the family table */
 
 static const char *g_pack;
 
@@ -261,11 +261,11 @@ static void test_declines(void) {
     {
       ingot_plan *plan = NULL;
       CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_OK);
-      if (plan) CHECK(plan->dispatch.flags == (1 | (1 << 12))); /* kFlagCausal | kFlagTopLeft */
+      if (plan) CHECK(ingot_ad_params_in(&plan->dispatch)->flags == (1 | (1 << 12))); /* kFlagCausal | kFlagTopLeft */
       ingot_plan_destroy(plan);
       g.mask = INGOT_MASK_NONE; /* no mask: the alignment means nothing, no flag */
       CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_OK);
-      if (plan) CHECK(plan->dispatch.flags == 0);
+      if (plan) CHECK(ingot_ad_params_in(&plan->dispatch)->flags == 0);
       ingot_plan_destroy(plan);
     }
 
@@ -457,24 +457,31 @@ static void test_overlap_ground_truth(void) {
          accepted, refused);
 }
 
-/* Every field named in messages is one the matcher knows, and the other way round. */
+/* Every field of the family's table is one the matcher knows, with its type,
+ * and the message for an unknown field names every one of them. */
 static void test_field_names(void) {
-  char names[1024];
-  snprintf(names, sizeof names, "%s", ingot_graph_field_names());
-  int count = 0;
-  for (char *tok = strtok(names, ", "); tok != NULL; tok = strtok(NULL, ", ")) {
-    ++count;
-    if (ingot_graph_field_type(tok) == INGOT_FIELD_UNKNOWN) fprintf(stderr, "field %s listed, not known\n", tok);
-    CHECK(ingot_graph_field_type(tok) != INGOT_FIELD_UNKNOWN);
+  const ingot_family *f = &ingot_family_attention_decode;
+  json_t *c = json_pack("{s:s,s:s,s:i}", "field", "no_such_field", "op", "eq", "value", 1);
+  char err[2048] = "";
+  CHECK(c != NULL && !ingot_constraint_check(c, f, err, sizeof err));
+  json_decref(c);
+  CHECK(strstr(err, "unknown field \"no_such_field\" of family attention_decode") != NULL);
+  for (size_t i = 0; i < f->num_fields; ++i) {
+    CHECK(ingot_family_field_type(f, f->fields[i].name) == f->fields[i].type);
+    char quoted[96];
+    snprintf(quoted, sizeof quoted, " %s,", f->fields[i].name);
+    if (strstr(err, quoted) == NULL && strstr(err, f->fields[i].name) == NULL)
+      fprintf(stderr, "field %s not in the message %s\n", f->fields[i].name, err);
+    CHECK(strstr(err, f->fields[i].name) != NULL);
   }
   static const char *const kNew[] = {"v_dtype", "lse.dtype", "page_table.dtype", "page_table.layout",
                                      "seq_lens.layout"};
-  for (size_t i = 0; i < sizeof kNew / sizeof kNew[0]; ++i) {
-    CHECK(ingot_graph_field_type(kNew[i]) == INGOT_FIELD_STRING);
-    CHECK(strstr(ingot_graph_field_names(), kNew[i]) != NULL);
-  }
-  CHECK(count == 28);
-  CHECK(ingot_graph_field_type("page_table.strides") == INGOT_FIELD_UNKNOWN);
+  for (size_t i = 0; i < sizeof kNew / sizeof kNew[0]; ++i)
+    CHECK(ingot_family_field_type(f, kNew[i]) == INGOT_FIELD_STRING);
+  CHECK(f->num_fields == 28);
+  CHECK(ingot_family_field_type(f, "page_table.strides") == INGOT_FIELD_UNKNOWN);
+  CHECK(ingot_family_field_type(NULL, "dtype") == INGOT_FIELD_UNKNOWN);
+  CHECK(ingot_family_find("attention_decode") == f && ingot_family_find("no_such_family") == NULL);
 }
 
 int main(int argc, char **argv) {

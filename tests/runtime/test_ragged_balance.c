@@ -84,7 +84,7 @@ static void check_plans(void) {
     CHECK_STATUS(plan_of(m, B, Hkv, capacity, paged, 0, blocks, &u, err, sizeof err), INGOT_OK);
     CHECK_STATUS(plan_of(m, B, Hkv, capacity, paged, 1, blocks, &p, err, sizeof err), INGOT_OK);
     if (err[0]) fprintf(stderr, "B %d Hkv %d capacity %lld: %s\n", B, Hkv, (long long)capacity, err);
-    CHECK(!(u.flags & INGOT_AD_FLAG_BALANCED));
+    CHECK(!(ingot_ad_params_in(&u)->flags & INGOT_AD_FLAG_BALANCED));
     const int64_t rows_total = (int64_t)m->group * m->max_sq, row_blocks = (rows_total + m->rows - 1) / m->rows;
     const int64_t want = (int64_t)u.num_splits * B;
     const int64_t most = m->max_splits < 256 ? m->max_splits : 256;
@@ -93,7 +93,7 @@ static void check_plans(void) {
     const int expect = B > 1 && B <= INGOT_AD_BALANCED_MAX_BATCH && (units == want || units * Hkv * row_blocks >= resident);
     if (!expect) {
       /* the uniform plan, bit for bit */
-      CHECK(!(p.flags & INGOT_AD_FLAG_BALANCED));
+      CHECK(!(ingot_ad_params_in(&p)->flags & INGOT_AD_FLAG_BALANCED));
       CHECK(memcmp(&u, &p, sizeof u) == 0);
       ++uniform;
       continue;
@@ -102,9 +102,9 @@ static void check_plans(void) {
     capped += units < want;
     int64_t fill = (resident + Hkv * row_blocks - 1) / (Hkv * row_blocks);
     if (fill > units) fill = units;
-    CHECK(p.flags == (u.flags | INGOT_AD_FLAG_BALANCED | (B << INGOT_AD_FLAG_BATCH_SHIFT) |
+    CHECK(ingot_ad_params_in(&p)->flags == (ingot_ad_params_in(&u)->flags | INGOT_AD_FLAG_BALANCED | (B << INGOT_AD_FLAG_BATCH_SHIFT) |
                       (int)(fill << INGOT_AD_FLAG_FILL_SHIFT)));
-    CHECK(ingot_ad_bal_fill(p.flags) == fill && fill >= 1);
+    CHECK(ingot_ad_bal_fill(ingot_ad_params_in(&p)->flags) == fill && fill >= 1);
     CHECK(p.num_splits == units && p.cost == u.cost && p.num_launches == 2);
     CHECK(p.launches[0].entry == INGOT_AD_ENTRY_BALANCED_SPLIT && p.launches[0].grid[0] == (uint32_t)((units + B - 1) * Hkv * row_blocks) &&
           p.launches[0].grid[1] == 1 && p.launches[0].grid[2] == 1 && p.launches[0].block[0] == u.launches[0].block[0]);
@@ -114,11 +114,11 @@ static void check_plans(void) {
                                  : (uint32_t)(rows_total * (m->head_dim / 32));
     CHECK(p.launches[1].entry == INGOT_AD_ENTRY_BALANCED_MERGE && p.launches[1].grid[0] == merge_x && p.launches[1].grid[1] == (uint32_t)Hkv &&
           p.launches[1].grid[2] == (uint32_t)B && p.launches[1].block[0] == merge_threads);
-    CHECK(p.capacity == u.capacity && p.sq == u.sq && p.num_kv_heads == u.num_kv_heads && p.page_size == u.page_size);
+    CHECK(ingot_ad_params_in(&p)->capacity == ingot_ad_params_in(&u)->capacity && ingot_ad_params_in(&p)->sq == ingot_ad_params_in(&u)->sq && ingot_ad_params_in(&p)->num_kv_heads == ingot_ad_params_in(&u)->num_kv_heads && ingot_ad_params_in(&p)->page_size == ingot_ad_params_in(&u)->page_size);
     /* the schedule on this plan, with fresh lengths */
     fill_lengths(g_lens, B, (int)capacity, (int)rnd_range(0, 5));
     char msg[512];
-    const char *why = rs_check(g_lens, B, (int)capacity, tile_of(m), p.num_splits, ingot_ad_bal_fill(p.flags), Hkv,
+    const char *why = rs_check(g_lens, B, (int)capacity, tile_of(m), p.num_splits, ingot_ad_bal_fill(ingot_ad_params_in(&p)->flags), Hkv,
                                rows_total, m->head_dim,
                                p.workspace_bytes, NULL, msg, sizeof msg);
     if (why) fprintf(stderr, "plan B %d Hkv %d capacity %lld units %d: %s\n", B, Hkv, (long long)capacity,

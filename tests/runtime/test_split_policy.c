@@ -141,7 +141,7 @@ int main(void) {
       const ingot_status s = ingot_ad_plan(&pol, &paged, &g, &h200, &p, err, sizeof err);
       if (s != INGOT_OK) fprintf(stderr, "page size %d, capacity %lld: %s\n", page, (long long)cap, err);
       CHECK_STATUS(s, INGOT_OK);
-      CHECK(p.page_size == page);
+      CHECK(ingot_ad_params_in(&p)->page_size == page);
     }
     for (int i = 0; i < 50; ++i) {
       int page = (int)rnd_range(3, 1 << 12);

@@ -17,6 +17,8 @@ static const ingot_ad_policy k_policy = {
 /* The kernarg layout of the UDD: 29 arguments, 200 bytes. */
 static void write_kernargs(uint8_t *buf, const ingot_dispatch_plan *p, const ingot_attention_buffers *b,
                            void *ws) {
+  const ingot_ad_params *P = ingot_ad_params_in(p);
+  (void)P;
   ingot_ad_put8(buf + 0, b->q); /* q: global_buffer */
   ingot_ad_put8(buf + 8, b->k); /* k: global_buffer */
   ingot_ad_put8(buf + 16, b->v); /* v: global_buffer */
@@ -25,38 +27,38 @@ static void write_kernargs(uint8_t *buf, const ingot_dispatch_plan *p, const ing
   ingot_ad_put8(buf + 40, b->seq_lens); /* seq_lens: global_buffer */
   ingot_ad_put8(buf + 48, b->page_table); /* page_table: global_buffer */
   ingot_ad_put8(buf + 56, ws); /* workspace: global_buffer */
-  ingot_ad_put8(buf + 64, p->q_stride[0]); /* q_stride_b: by_value */
-  ingot_ad_put8(buf + 72, p->q_stride[1]); /* q_stride_h: by_value */
-  ingot_ad_put8(buf + 80, p->q_stride[2]); /* q_stride_s: by_value */
-  ingot_ad_put8(buf + 88, p->k_stride[0]); /* k_stride_b: by_value */
-  ingot_ad_put8(buf + 96, p->k_stride[1]); /* k_stride_t: by_value */
-  ingot_ad_put8(buf + 104, p->k_stride[2]); /* k_stride_h: by_value */
-  ingot_ad_put8(buf + 112, p->v_stride[0]); /* v_stride_b: by_value */
-  ingot_ad_put8(buf + 120, p->v_stride[1]); /* v_stride_t: by_value */
-  ingot_ad_put8(buf + 128, p->v_stride[2]); /* v_stride_h: by_value */
-  ingot_ad_put8(buf + 136, p->o_stride[0]); /* o_stride_b: by_value */
-  ingot_ad_put8(buf + 144, p->o_stride[1]); /* o_stride_h: by_value */
-  ingot_ad_put8(buf + 152, p->o_stride[2]); /* o_stride_s: by_value */
-  ingot_ad_put8(buf + 160, p->page_table_stride); /* page_table_stride: by_value */
-  ingot_ad_put4(buf + 168, p->capacity); /* capacity: by_value */
-  ingot_ad_put4(buf + 172, p->page_size); /* page_size: by_value */
-  ingot_ad_put4(buf + 176, p->sq); /* sq: by_value */
+  ingot_ad_put8(buf + 64, P->q_stride[0]); /* q_stride_b: by_value */
+  ingot_ad_put8(buf + 72, P->q_stride[1]); /* q_stride_h: by_value */
+  ingot_ad_put8(buf + 80, P->q_stride[2]); /* q_stride_s: by_value */
+  ingot_ad_put8(buf + 88, P->k_stride[0]); /* k_stride_b: by_value */
+  ingot_ad_put8(buf + 96, P->k_stride[1]); /* k_stride_t: by_value */
+  ingot_ad_put8(buf + 104, P->k_stride[2]); /* k_stride_h: by_value */
+  ingot_ad_put8(buf + 112, P->v_stride[0]); /* v_stride_b: by_value */
+  ingot_ad_put8(buf + 120, P->v_stride[1]); /* v_stride_t: by_value */
+  ingot_ad_put8(buf + 128, P->v_stride[2]); /* v_stride_h: by_value */
+  ingot_ad_put8(buf + 136, P->o_stride[0]); /* o_stride_b: by_value */
+  ingot_ad_put8(buf + 144, P->o_stride[1]); /* o_stride_h: by_value */
+  ingot_ad_put8(buf + 152, P->o_stride[2]); /* o_stride_s: by_value */
+  ingot_ad_put8(buf + 160, P->page_table_stride); /* page_table_stride: by_value */
+  ingot_ad_put4(buf + 168, P->capacity); /* capacity: by_value */
+  ingot_ad_put4(buf + 172, P->page_size); /* page_size: by_value */
+  ingot_ad_put4(buf + 176, P->sq); /* sq: by_value */
   ingot_ad_put4(buf + 180, p->num_splits); /* num_splits: by_value */
-  ingot_ad_put4(buf + 184, p->num_kv_heads); /* num_kv_heads: by_value */
-  ingot_ad_put4(buf + 188, p->flags); /* flags: by_value */
-  ingot_ad_put4(buf + 192, p->scale); /* scale: by_value */
-  ingot_ad_put4(buf + 196, p->group); /* group: by_value */
+  ingot_ad_put4(buf + 184, P->num_kv_heads); /* num_kv_heads: by_value */
+  ingot_ad_put4(buf + 188, P->flags); /* flags: by_value */
+  ingot_ad_put4(buf + 192, P->scale); /* scale: by_value */
+  ingot_ad_put4(buf + 196, P->group); /* group: by_value */
 }
 
-static ingot_status plan(const ingot_ad_kernel_meta *meta, const ingot_attention_graph *graph,
-                         const ingot_device_caps *caps, ingot_dispatch_plan *out, char *err,
-                         size_t err_size) {
-  return ingot_ad_plan(&k_policy, meta, graph, caps, out, err, err_size);
+static ingot_status plan(const void *meta, const void *graph, const ingot_device_caps *caps,
+                         ingot_dispatch_plan *out, char *err, size_t err_size) {
+  return ingot_ad_plan(&k_policy, (const ingot_ad_kernel_meta *)meta, (const ingot_attention_graph *)graph, caps,
+                       out, err, err_size);
 }
 
-static ingot_status pack(const ingot_dispatch_plan *p, int launch, const ingot_attention_buffers *b,
-                         void *ws, uint8_t *buf, size_t cap, size_t *size, char *err,
-                         size_t err_size) {
+static ingot_status pack(const ingot_dispatch_plan *p, int launch, const void *buffers, void *ws, uint8_t *buf,
+                         size_t cap, size_t *size, char *err, size_t err_size) {
+  const ingot_attention_buffers *b = (const ingot_attention_buffers *)buffers;
   if (!p || !b || !buf || !size) return ingot_ad_error(err, err_size, "pack: NULL argument");
   if (launch < 0 || launch >= p->num_launches)
     return ingot_ad_error(err, err_size, "pack: launch %d out of range (plan has %d)", launch,
@@ -69,4 +71,4 @@ static ingot_status pack(const ingot_dispatch_plan *p, int launch, const ingot_a
 }
 
 INGOT_DISPATCH_EXPORT const ingot_dispatch_entry ingot_attention_decode_dispatch = {
-    "ingot_attention_decode_dispatch", 200, plan, pack};
+    "ingot_attention_decode_dispatch", "attention_decode", 200, plan, pack};

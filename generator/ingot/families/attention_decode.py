@@ -111,13 +111,13 @@ SIGNATURE = (
 KERNARG_EXPR = {
     "q": "b->q", "k": "b->k", "v": "b->v", "o": "b->o", "lse": "b->lse", "seq_lens": "b->seq_lens",
     "page_table": "b->page_table", "workspace": "ws",
-    "q_stride_b": "p->q_stride[0]", "q_stride_h": "p->q_stride[1]", "q_stride_s": "p->q_stride[2]",
-    "k_stride_b": "p->k_stride[0]", "k_stride_t": "p->k_stride[1]", "k_stride_h": "p->k_stride[2]",
-    "v_stride_b": "p->v_stride[0]", "v_stride_t": "p->v_stride[1]", "v_stride_h": "p->v_stride[2]",
-    "o_stride_b": "p->o_stride[0]", "o_stride_h": "p->o_stride[1]", "o_stride_s": "p->o_stride[2]",
-    "page_table_stride": "p->page_table_stride", "capacity": "p->capacity", "page_size": "p->page_size",
-    "sq": "p->sq", "num_splits": "p->num_splits", "num_kv_heads": "p->num_kv_heads", "flags": "p->flags",
-    "scale": "p->scale", "group": "p->group",
+    "q_stride_b": "P->q_stride[0]", "q_stride_h": "P->q_stride[1]", "q_stride_s": "P->q_stride[2]",
+    "k_stride_b": "P->k_stride[0]", "k_stride_t": "P->k_stride[1]", "k_stride_h": "P->k_stride[2]",
+    "v_stride_b": "P->v_stride[0]", "v_stride_t": "P->v_stride[1]", "v_stride_h": "P->v_stride[2]",
+    "o_stride_b": "P->o_stride[0]", "o_stride_h": "P->o_stride[1]", "o_stride_s": "P->o_stride[2]",
+    "page_table_stride": "P->page_table_stride", "capacity": "P->capacity", "page_size": "P->page_size",
+    "sq": "P->sq", "num_splits": "p->num_splits", "num_kv_heads": "P->num_kv_heads", "flags": "P->flags",
+    "scale": "P->scale", "group": "P->group",
 }
 
 # The uniform split first (`ingot package` reads the kernarg layout and code-object

@@ -214,6 +214,23 @@ INGOT_API ingot_status ingot_plan_execute_ex(const ingot_plan *plan, void *strea
                                              void *workspace, size_t workspace_size,
                                              char *err, size_t err_size);
 
+/* ---- plans of any family ------------------------------------------------ */
+
+/* A family is what a pack computes (attention decode, KV-cache append); each
+ * has its own graph and buffers structs (ingot.h for "attention_decode", its
+ * own header under ingot/ for the others). ingot_plan_create is
+ * ingot_plan_create_family(ctx, "attention_decode", graph, sizeof *graph, out)
+ * and ingot_plan_execute_ex the same of ingot_plan_execute_family. Only the
+ * packs of the family are matched. graph_size / buffers_size must be the sizeof
+ * of the family's struct (INGOT_INVALID_ARGUMENT naming both otherwise). */
+INGOT_API ingot_status ingot_plan_create_family(ingot_context *ctx, const char *family, const void *graph,
+                                                size_t graph_size, ingot_plan **out);
+INGOT_API ingot_status ingot_plan_execute_family(const ingot_plan *plan, void *stream, const void *buffers,
+                                                 size_t buffers_size, void *workspace, size_t workspace_size,
+                                                 char *err, size_t err_size);
+/* The family of the plan's kernel ("attention_decode"); NULL for NULL. */
+INGOT_API const char *ingot_plan_family(const ingot_plan *plan);
+
 /* ---- graph JSON (the CLI's form; documented in docs/attention_decode.md) -- */
 
 /* Parses a graph from JSON text. err receives a message naming the field. */

@@ -1,11 +1,11 @@
-/* graph_json.c: the JSON form of an attention graph (docs/attention_decode.md).
+/* ad_graph_json.c: the JSON form of an attention graph (docs/attention_decode.md).
  * Unknown keys are errors, so a typo never silently becomes a default. */
 #include <math.h>
 #include <string.h>
 
 #include <jansson.h>
 
-#include "internal.h"
+#include "ad_family.h"
 
 typedef struct gj {
   char *err;
