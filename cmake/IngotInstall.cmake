@@ -31,7 +31,8 @@ configure_file(cmake/ingot.sh.in "${PROJECT_BINARY_DIR}/install/ingot" @ONLY)
 install(PROGRAMS "${PROJECT_BINARY_DIR}/install/ingot" DESTINATION "${CMAKE_INSTALL_BINDIR}")
 
 # ---- the packs whose dispatch stubs libingot carries --------------------------
-install(DIRECTORY "${INGOT_PACKS_DIR}/attention_decode" DESTINATION "${INGOT_INSTALL_DATADIR}/packs")
+install(DIRECTORY "${INGOT_PACKS_DIR}/attention_decode" "${INGOT_PACKS_DIR}/kv_append"
+        DESTINATION "${INGOT_INSTALL_DATADIR}/packs")
 
 # ---- the CMake package ---------------------------------------------------------
 if(TARGET ingot)

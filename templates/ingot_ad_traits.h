@@ -1,16 +1,15 @@
 // ingot_ad_traits.h: the compile-time shape of one attention decode kernel
-// instance (DecodeTraits, which the generated sources bind), the element types
-// (DType) and their conversion to and from fp32 (unpack8, pack1), and the
+// instance (DecodeTraits, which the generated sources bind), the conversion of
+// the element types (DType, ingot_dtype.h) to and from fp32 (unpack8, pack1), and the
 // constants of the online softmax (scores are kept in log2 units).
 #ifndef INGOT_AD_TRAITS_H
 #define INGOT_AD_TRAITS_H
 
 #include "ingot_arch.h"
 #include "ingot_attention_decode_limits.h"
+#include "ingot_dtype.h"
 
 namespace ingot {
-
-enum DType { kBF16 = 0, kFP16 = 1 };
 
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;

@@ -17,12 +17,12 @@ say() {
 }
 # INGOT_GPU_PART=1, 2 or 3: a third of the suite, each within one 600 s device call (the whole ran
 # past 600 s on 2026-12-02): 1 the wait-order check, tokens, poison_tail, capacity, splits and
-# variants; 2 graph, streams, handoff, models and ragged; 3 wave64, the Python steps and
+# variants; 2 graph, streams, handoff, models, ragged and kv_append; 3 wave64, the Python steps and
 # ingot-inspect run. Unset: everything, in that order. INGOT_GPU_TESTS and INGOT_NO_PYTHON apply
 # within a part; the sanitize mode's steps run only without one.
 part=${INGOT_GPU_PART:-}
 part1_tests="tokens poison_tail capacity splits variants"
-part2_tests="graph streams handoff models ragged"
+part2_tests="graph streams handoff models ragged kv_append"
 case "$part" in
   "") tests_default="$part1_tests $part2_tests" ;;
   1) tests_default=$part1_tests ;;

@@ -4,7 +4,7 @@ the place they go (comment, string literal), identifiers are checked."""
 
 import re
 
-DTYPE_TOKENS = {"bf16": "ingot::kBF16", "fp16": "ingot::kFP16"}
+DTYPE_TOKENS = {"bf16": "ingot::kBF16", "fp16": "ingot::kFP16"}  # templates/ingot_dtype.h
 DTYPE_ENUMS = {"bf16": "INGOT_DTYPE_BF16", "fp16": "INGOT_DTYPE_FP16"}
 
 

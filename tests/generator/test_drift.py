@@ -30,7 +30,7 @@ class CommittedTreeTest(unittest.TestCase):
         before = snapshot(os.path.join(REPO, "generated"))
         r = run_check(REPO)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertEqual(r.stdout, "ingot check: 1 pack(s) up to date\n")
+        self.assertEqual(r.stdout, "ingot check: 2 pack(s) up to date\n")
         self.assertEqual(r.stderr, "")
         self.assertEqual(snapshot(os.path.join(REPO, "generated")), before)
 

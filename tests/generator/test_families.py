@@ -304,7 +304,7 @@ class ToyFamilyTest(unittest.TestCase):
                                                                                   "sdk_version: one")
         errs = [e[e.index(": ") + 2:] for e in toy_errors(text + "split: {}\nblock: 3\ncolour: red\n")]
         self.assertEqual(errs, [
-            "family: 'toyy' is not allowed (did you mean 'toy'? allowed: attention_decode, toy)",
+            "family: 'toyy' is not allowed (did you mean 'toy'? allowed: attention_decode, kv_append, toy)",
             "sdk_version: 'one' is not a version like '0.1.0'",
             "colour: unknown key 'colour' (allowed: archs, behavior_notes, block, "
             "description, engine, family, knobs, metadata_fields, pack, sdk_version, split, variants)"])

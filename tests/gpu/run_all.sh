@@ -27,7 +27,8 @@ run() { # name, command...
 }
 
 tests=(test_gpu_tokens test_gpu_poison_tail test_gpu_capacity test_gpu_splits
-       test_gpu_variants test_gpu_graph test_gpu_streams test_gpu_handoff test_gpu_models)
+       test_gpu_variants test_gpu_graph test_gpu_streams test_gpu_handoff test_gpu_models
+       test_gpu_kv_append)
 for t in "${tests[@]}"; do
   if [ -x "$bin/$t" ]; then run "$t" "$bin/$t" "$pack"
   else summary+=("$(printf '%-34s %s' "$t" "MISSING ($bin/$t)")"); failed=$((failed + 1)); fi

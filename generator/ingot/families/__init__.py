@@ -32,5 +32,6 @@ An instance (what expand returns) is a frozen object with:
 """
 
 from ingot.families import attention_decode
+from ingot.families import kv_append
 
-FAMILIES = {f.name: f for f in (attention_decode.FAMILY,)}
+FAMILIES = {f.name: f for f in (attention_decode.FAMILY, kv_append.FAMILY)}

@@ -9,17 +9,21 @@
 #include "family.h"
 
 extern const ingot_family ingot_family_attention_decode;
+extern const ingot_family ingot_family_kv_append;
 
 static const ingot_family *const kFamilies[] = {
     &ingot_family_attention_decode,
+    &ingot_family_kv_append,
 };
 
 /* The stubs of the shipped packs (generated/<pack>/dispatch/); a provider's
  * own are found in the process or beside its pack (dispatch_registry.c). */
 extern const ingot_dispatch_entry ingot_attention_decode_dispatch;
+extern const ingot_dispatch_entry ingot_kv_append_dispatch;
 
 const ingot_dispatch_entry *const ingot_builtin_dispatch[] = {
     &ingot_attention_decode_dispatch,
+    &ingot_kv_append_dispatch,
 };
 const size_t ingot_num_builtin_dispatch = sizeof(ingot_builtin_dispatch) / sizeof(ingot_builtin_dispatch[0]);
 
