@@ -80,8 +80,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   FZ_REQUIRE(plan != NULL, "OK without a plan");
   const ingot_dispatch_plan *d = ingot_plan_dispatch_info(plan);
-  fz_check_plan(&plan->kernel->meta, &g, &plan->caps, d);
-  fz_check_kernel_inputs(&plan->kernel->meta, &g);
+  fz_check_plan(ingot_ad_meta(plan->kernel), &g, &plan->caps, d);
+  fz_check_kernel_inputs(ingot_ad_meta(plan->kernel), &g);
   FZ_REQUIRE(ingot_plan_workspace_size(plan) == d->workspace_bytes, "workspace size");
   FZ_REQUIRE(ingot_plan_num_splits(plan) == d->num_splits && ingot_plan_launch_count(plan) == d->num_launches,
              "accessors");

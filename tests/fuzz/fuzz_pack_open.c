@@ -32,7 +32,7 @@
 #include <openssl/evp.h>
 
 #include "fuzz_common.h"
-#include "internal.h"
+#include "ad_family.h"
 
 #define MAX_FILES 32
 #define SELECT_STALE 0x40  /* leave the KDP's descriptor record and the signature as they were */
@@ -271,7 +271,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ingot_plan *plan = NULL;
     ingot_status ps = ingot_plan_create(ctx, &g, &plan);
     if (ps == INGOT_OK) {
-      fz_check_plan(&plan->kernel->meta, &g, &plan->caps, ingot_plan_dispatch_info(plan));
+      fz_check_plan(ingot_ad_meta(plan->kernel), &g, &plan->caps, ingot_plan_dispatch_info(plan));
       ingot_plan_destroy(plan);
     } else {
       FZ_REQUIRE(plan == NULL && ingot_context_last_error(ctx)[0] != 0, "plan failure without a message");
