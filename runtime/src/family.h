@@ -119,6 +119,13 @@ const char *ingot_dtype_or_absent(const ingot_tensor_desc *t); /* "absent" for r
 ingot_status ingot_buffer_need(const void *p, const char *name, const char *why, size_t align, char *err,
                                size_t err_size);
 
+/* For meta_decode: where gets key, err the formatted problem; returns 0. */
+int ingot_meta_fail(char *where, size_t where_size, const char *key, char *err, size_t err_size, const char *fmt,
+                    ...) __attribute__((format(printf, 6, 7)));
+/* The metadata's "dtype" (bf16, fp16: an ingot_dtype) and "kv_layout" (contiguous,
+ * paged: *paged 0 or 1); 0 with ingot_meta_fail's outputs otherwise. */
+int ingot_meta_dtype_layout(json_t *md, int *dtype, int *paged, char *where, size_t wn, char *err, size_t en);
+
 /* The registered families (runtime/src/families/registry.c). */
 const ingot_family *ingot_family_find(const char *name); /* NULL when none has the name */
 const char *ingot_family_names(void);                     /* "attention_decode, kv_append" */

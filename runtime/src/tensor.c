@@ -1,5 +1,6 @@
 /* tensor.c: checks and derived properties of tensor descriptors, for every
  * family's graph validation and fields (family.h). */
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -155,4 +156,29 @@ ingot_status ingot_buffer_need(const void *p, const char *name, const char *why,
     return INGOT_INVALID_ARGUMENT;
   }
   return INGOT_OK;
+}
+
+int ingot_meta_fail(char *where, size_t where_size, const char *key, char *err, size_t err_size, const char *fmt,
+                    ...) {
+  ingot_format(where, where_size, "%s", key);
+  if (err != NULL && err_size > 0) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, err_size, fmt, ap);
+    va_end(ap);
+  }
+  return 0;
+}
+
+int ingot_meta_dtype_layout(json_t *md, int *dtype, int *paged, char *where, size_t wn, char *err, size_t en) {
+  const char *d = json_string_value(json_object_get(md, "dtype"));
+  const char *layout = json_string_value(json_object_get(md, "kv_layout"));
+  if (d != NULL && !strcmp(d, "bf16")) *dtype = INGOT_DTYPE_BF16;
+  else if (d != NULL && !strcmp(d, "fp16")) *dtype = INGOT_DTYPE_FP16;
+  else return ingot_meta_fail(where, wn, "dtype", err, en, "\"%s\" (allowed: bf16, fp16)", d ? d : "?");
+  if (layout == NULL || (strcmp(layout, "contiguous") && strcmp(layout, "paged")))
+    return ingot_meta_fail(where, wn, "kv_layout", err, en, "\"%s\" (allowed: contiguous, paged)",
+                           layout ? layout : "?");
+  *paged = !strcmp(layout, "paged");
+  return 1;
 }

@@ -35,27 +35,13 @@ static const ingot_meta_field kMetaFields[] = {
     {"lse", "bool"},
 };
 
-static int fail_at(char *where, size_t where_size, const char *key, char *err, size_t err_size, const char *fmt,
-                   ...) __attribute__((format(printf, 6, 7)));
-static int fail_at(char *where, size_t where_size, const char *key, char *err, size_t err_size, const char *fmt,
-                   ...) {
-  ingot_format(where, where_size, "%s", key);
-  if (err != NULL && err_size > 0) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_size, fmt, ap);
-    va_end(ap);
-  }
-  return 0;
-}
-
 static int int_field(json_t *md, const char *key, int *out, char *where, size_t wn, char *err, size_t en) {
   json_t *v = json_object_get(md, key);
   if (!json_is_integer(v))
-    return fail_at(where, wn, key, err, en, "%s (allowed: an integer in 1..%d)", ingot_json_type_name(v), INT32_MAX);
+    return ingot_meta_fail(where, wn, key, err, en, "%s (allowed: an integer in 1..%d)", ingot_json_type_name(v), INT32_MAX);
   const json_int_t x = json_integer_value(v);
   if (x < 1 || x > INT32_MAX)
-    return fail_at(where, wn, key, err, en, "%lld (allowed: 1..%d)", (long long)x, INT32_MAX);
+    return ingot_meta_fail(where, wn, key, err, en, "%lld (allowed: 1..%d)", (long long)x, INT32_MAX);
   *out = (int)x;
   return 1;
 }
@@ -65,14 +51,7 @@ static int int_field(json_t *md, const char *key, int *out, char *where, size_t 
 static int meta_decode(json_t *md, const char *const *archs, size_t num_archs, void *out, char *where,
                        size_t wn, char *err, size_t en) {
   ingot_ad_kernel_meta *m = out;
-  const char *dtype = json_string_value(json_object_get(md, "dtype"));
-  const char *layout = json_string_value(json_object_get(md, "kv_layout"));
-  if (dtype != NULL && !strcmp(dtype, "bf16")) m->dtype = INGOT_DTYPE_BF16;
-  else if (dtype != NULL && !strcmp(dtype, "fp16")) m->dtype = INGOT_DTYPE_FP16;
-  else return fail_at(where, wn, "dtype", err, en, "\"%s\" (allowed: bf16, fp16)", dtype ? dtype : "?");
-  if (layout == NULL || (strcmp(layout, "contiguous") && strcmp(layout, "paged")))
-    return fail_at(where, wn, "kv_layout", err, en, "\"%s\" (allowed: contiguous, paged)", layout ? layout : "?");
-  m->paged = !strcmp(layout, "paged");
+  if (!ingot_meta_dtype_layout(md, &m->dtype, &m->paged, where, wn, err, en)) return 0;
   m->lse = json_is_true(json_object_get(md, "lse"));
   if (!int_field(md, "head_dim", &m->head_dim, where, wn, err, en) ||
       !int_field(md, "group", &m->group, where, wn, err, en) ||
@@ -83,18 +62,18 @@ static int meta_decode(json_t *md, const char *const *archs, size_t num_archs, v
       !int_field(md, "max_splits", &m->max_splits, where, wn, err, en))
     return 0;
   if (m->head_dim % INGOT_AD_HEAD_DIM_STEP != 0)
-    return fail_at(where, wn, "head_dim", err, en, "%d (allowed: a multiple of %d; the plan refuses others)",
+    return ingot_meta_fail(where, wn, "head_dim", err, en, "%d (allowed: a multiple of %d; the plan refuses others)",
                    m->head_dim, INGOT_AD_HEAD_DIM_STEP);
   for (size_t a = 0; a < num_archs; ++a) {
     const int wave = ingot_arch_wave_size(archs[a]);
     if (wave > 0 && m->waves > INGOT_AD_MAX_BLOCK_THREADS / wave)
-      return fail_at(where, wn, "waves", err, en,
+      return ingot_meta_fail(where, wn, "waves", err, en,
                      "%d (allowed: 1..%d: waves x wave size %d on %s <= %d threads per workgroup)", m->waves,
                      INGOT_AD_MAX_BLOCK_THREADS / wave, wave, archs[a], INGOT_AD_MAX_BLOCK_THREADS);
   }
   /* a workgroup's rows and a sequence's query tokens (the kernels' register tiles) */
   if (m->rows > INGOT_AD_MAX_ROWS || m->max_sq > INGOT_AD_MAX_SQ)
-    return fail_at(where, wn, "", err, en, "rows %d, max_sq %d (allowed: rows 1..%d, max_sq 1..%d)", m->rows,
+    return ingot_meta_fail(where, wn, "", err, en, "rows %d, max_sq %d (allowed: rows 1..%d, max_sq 1..%d)", m->rows,
                    m->max_sq, INGOT_AD_MAX_ROWS, INGOT_AD_MAX_SQ);
   return 1;
 }

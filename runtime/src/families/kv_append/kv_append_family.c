@@ -140,40 +140,20 @@ static int field_note(const void *graph, const char *f, char *buf, size_t size) 
 
 static const ingot_meta_field kMetaFields[] = {{"dtype", "string"}, {"kv_layout", "string"}, {"threads", "int"}};
 
-static int fail_at(char *where, size_t wn, const char *key, char *err, size_t en, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
-static int fail_at(char *where, size_t wn, const char *key, char *err, size_t en, const char *fmt, ...) {
-  ingot_format(where, wn, "%s", key);
-  if (err != NULL && en > 0) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, en, fmt, ap);
-    va_end(ap);
-  }
-  return 0;
-}
-
 /* What no plan of the family accepts is refused here: threads that are not
  * whole waves of every arch the kernel is built for. */
 static int meta_decode(json_t *md, const char *const *archs, size_t num_archs, void *out, char *where, size_t wn,
                        char *err, size_t en) {
   ingot_kva_kernel_meta *m = out;
-  const char *dtype = json_string_value(json_object_get(md, "dtype"));
-  const char *layout = json_string_value(json_object_get(md, "kv_layout"));
-  if (dtype != NULL && !strcmp(dtype, "bf16")) m->dtype = INGOT_DTYPE_BF16;
-  else if (dtype != NULL && !strcmp(dtype, "fp16")) m->dtype = INGOT_DTYPE_FP16;
-  else return fail_at(where, wn, "dtype", err, en, "\"%s\" (allowed: bf16, fp16)", dtype ? dtype : "?");
-  if (layout == NULL || (strcmp(layout, "contiguous") && strcmp(layout, "paged")))
-    return fail_at(where, wn, "kv_layout", err, en, "\"%s\" (allowed: contiguous, paged)", layout ? layout : "?");
-  m->paged = !strcmp(layout, "paged");
+  if (!ingot_meta_dtype_layout(md, &m->dtype, &m->paged, where, wn, err, en)) return 0;
   json_t *t = json_object_get(md, "threads");
   const json_int_t threads = json_is_integer(t) ? json_integer_value(t) : 0;
   if (threads < 1 || threads > INGOT_KVA_MAX_THREADS)
-    return fail_at(where, wn, "threads", err, en, "%lld (allowed: 1..%d)", (long long)threads, INGOT_KVA_MAX_THREADS);
+    return ingot_meta_fail(where, wn, "threads", err, en, "%lld (allowed: 1..%d)", (long long)threads, INGOT_KVA_MAX_THREADS);
   for (size_t a = 0; a < num_archs; ++a) {
     const int wave = ingot_arch_wave_size(archs[a]);
     if (wave > 0 && threads % wave != 0)
-      return fail_at(where, wn, "threads", err, en, "%lld (allowed: a multiple of %d, the wave size of %s)",
+      return ingot_meta_fail(where, wn, "threads", err, en, "%lld (allowed: a multiple of %d, the wave size of %s)",
                      (long long)threads, wave, archs[a]);
   }
   m->threads = (int)threads;
