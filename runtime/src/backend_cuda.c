@@ -1,7 +1,8 @@
 /* backend_cuda.c: the CUDA driver backend. libcuda.so.1 is loaded with dlopen
- * from the one symbol table below, so libingot builds and its host tests run
- * where no CUDA SDK or driver is installed. The few driver types and constants
- * it needs are declared here from the public driver API documentation.
+ * from the driver symbol table that ingot-inspect and the GPU tests share
+ * (cuda_driver.h, which also declares the few driver types and constants), so
+ * libingot builds and its host tests run where no CUDA SDK or driver is
+ * installed.
  *
  * Threads: a device handle owns everything it uses (library handle, function
  * table, device, primary context); nothing here is global or mutable. Every call
@@ -9,124 +10,20 @@
  * thread first (as cudaSetDevice does), because plans may execute from any
  * thread. The primary context is the one the CUDA runtime and most libraries
  * share, so pointers and streams made by the caller work with our launches. */
-#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
+#include "cuda_driver.h"
 
-/* ---- driver types and constants (CUDA driver API, public documentation) ---- */
-
-typedef int CUresult;
-typedef int CUdevice;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
-
-enum {
-  CUDA_SUCCESS = 0,
-  CUDA_ERROR_INVALID_VALUE = 1,
-  CUDA_ERROR_NOT_FOUND = 500
-};
-
-enum {
-  CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10,
-  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
-  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
-  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
-  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
-};
-
-enum { CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 };
-
-/* cuLaunchKernelEx's configuration (cuda.h, CUDA 12): an attribute is its id,
- * padding to 8 bytes, and a 64-byte value union. */
-#define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
-typedef struct CUlaunchAttribute {
-  int id;
-  char pad[4];
-  union {
-    char raw[64];
-    int programmatic_stream_serialization_allowed;
-  } value;
-} CUlaunchAttribute;
-typedef struct CUlaunchConfig {
-  unsigned int gridDimX, gridDimY, gridDimZ;
-  unsigned int blockDimX, blockDimY, blockDimZ;
-  unsigned int sharedMemBytes;
-  CUstream hStream;
-  CUlaunchAttribute *attrs;
-  unsigned int numAttrs;
-} CUlaunchConfig;
-
-/* Keys of cuLaunchKernel's `extra` array for a packed argument buffer. */
-#define CU_LAUNCH_PARAM_END ((void *)0x00)
-#define CU_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)
-#define CU_LAUNCH_PARAM_BUFFER_SIZE ((void *)0x02)
-
-#define CUDA_DEFAULT_LIBRARY "libcuda.so.1"
-#define CUDA_LIBRARY_ENV "INGOT_CUDA_LIBRARY"
 /* "0" turns programmatic dependent launch off: every grid waits for the previous
  * one in the stream (for A/B timing, or a driver setup that mishandles it). */
 #define CUDA_PDL_ENV "INGOT_CUDA_PDL"
 
-/* ---- the symbol table ----------------------------------------------------------
- * X(kind, field, return type, parameters, exported name, older exported name)
- * The first name is tried first (the _v2 entry points where the driver has
- * them), then the second (NULL: none). A REQUIRED symbol that is missing makes
- * the backend UNAVAILABLE; an OPTIONAL one leaves its field NULL. */
-#define CUDA_SYMBOLS(X)                                                                          \
-  X(REQUIRED, cuInit, CUresult, (unsigned int flags), "cuInit", NULL)                             \
-  X(REQUIRED, cuDeviceGetCount, CUresult, (int *count), "cuDeviceGetCount", NULL)                 \
-  X(REQUIRED, cuDeviceGet, CUresult, (CUdevice * device, int ordinal), "cuDeviceGet", NULL)       \
-  X(REQUIRED, cuDeviceGetAttribute, CUresult, (int *value, int attrib, CUdevice dev),             \
-    "cuDeviceGetAttribute", NULL)                                                                \
-  X(REQUIRED, cuDevicePrimaryCtxRetain, CUresult, (CUcontext * ctx, CUdevice dev),               \
-    "cuDevicePrimaryCtxRetain", NULL)                                                            \
-  X(REQUIRED, cuDevicePrimaryCtxRelease, CUresult, (CUdevice dev),                               \
-    "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease")                                 \
-  X(REQUIRED, cuCtxGetCurrent, CUresult, (CUcontext * ctx), "cuCtxGetCurrent", NULL)              \
-  X(REQUIRED, cuCtxSetCurrent, CUresult, (CUcontext ctx), "cuCtxSetCurrent", NULL)                \
-  X(REQUIRED, cuModuleLoadData, CUresult, (CUmodule * module, const void *image),                \
-    "cuModuleLoadData", NULL)                                                                    \
-  X(REQUIRED, cuModuleUnload, CUresult, (CUmodule module), "cuModuleUnload", NULL)               \
-  X(REQUIRED, cuModuleGetFunction, CUresult, (CUfunction * fn, CUmodule module, const char *name), \
-    "cuModuleGetFunction", NULL)                                                                 \
-  X(REQUIRED, cuLaunchKernel, CUresult,                                                          \
-    (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,           \
-     unsigned int by, unsigned int bz, unsigned int shared_bytes, CUstream stream,               \
-     void **kernel_params, void **extra),                                                        \
-    "cuLaunchKernel", NULL)                                                                      \
-  X(REQUIRED, cuGetErrorName, CUresult, (CUresult error, const char **name), "cuGetErrorName",    \
-    NULL)                                                                                        \
-  X(REQUIRED, cuGetErrorString, CUresult, (CUresult error, const char **text),                   \
-    "cuGetErrorString", NULL)                                                                    \
-  X(OPTIONAL, cuDriverGetVersion, CUresult, (int *version), "cuDriverGetVersion", NULL)           \
-  /* CUDA 12.4+: each parameter's offset and size, to check the kernarg signature. */            \
-  X(OPTIONAL, cuFuncGetParamInfo, CUresult,                                                      \
-    (CUfunction f, size_t index, size_t *offset, size_t *size), "cuFuncGetParamInfo", NULL)      \
-  /* CUDA 12.4+: load a function now rather than at its first launch (lazy loading), so  \
-   * the first launch never happens inside a stream capture or on two streams at once. */ \
-  X(OPTIONAL, cuFuncLoad, CUresult, (CUfunction f), "cuFuncLoad", NULL)                          \
-  X(OPTIONAL, cuFuncSetAttribute, CUresult, (CUfunction f, int attrib, int value),              \
-    "cuFuncSetAttribute", NULL)                                                                  \
-  /* CUDA 12.0+: launch attributes (programmatic dependent launch). */                          \
-  X(OPTIONAL, cuLaunchKernelEx, CUresult,                                                        \
-    (const CUlaunchConfig *config, CUfunction f, void **params, void **extra), "cuLaunchKernelEx", NULL)
-
-typedef struct cuda_api {
-#define CUDA_DECLARE(kind, field, ret, params, name, old_name) ret(*field) params;
-  CUDA_SYMBOLS(CUDA_DECLARE)
-#undef CUDA_DECLARE
-} cuda_api;
-
 struct ingot_backend_device {
-  void *library;
-  char library_name[256];
-  cuda_api api;
+  ingot_cuda_driver api; /* the library, its name and its function table */
   int ordinal;
   CUdevice device;
   CUcontext context; /* the device's primary context, retained */
@@ -136,7 +33,7 @@ struct ingot_backend_device {
 /* ---- messages --------------------------------------------------------------------- */
 
 /* "CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected" */
-static void describe(const cuda_api *api, CUresult res, char *buf, size_t size) {
+static void describe(const ingot_cuda_driver *api, CUresult res, char *buf, size_t size) {
   const char *name = NULL, *text = NULL;
   if (api->cuGetErrorName == NULL || api->cuGetErrorName(res, &name) != CUDA_SUCCESS) name = NULL;
   if (api->cuGetErrorString == NULL || api->cuGetErrorString(res, &text) != CUDA_SUCCESS)
@@ -145,7 +42,7 @@ static void describe(const cuda_api *api, CUresult res, char *buf, size_t size) 
            text ? text : "no description from the driver");
 }
 
-static ingot_status driver_fail(const cuda_api *api, ingot_status status, const char *call,
+static ingot_status driver_fail(const ingot_cuda_driver *api, ingot_status status, const char *call,
                                 CUresult res, char *err, size_t err_size) {
   char what[256];
   describe(api, res, what, sizeof what);
@@ -164,44 +61,17 @@ static CUresult make_current(const ingot_backend_device *dev) {
 /* ---- loading ----------------------------------------------------------------------- */
 
 static ingot_status load_library(ingot_backend_device *dev, char *err, size_t err_size) {
-  const char *override = getenv(CUDA_LIBRARY_ENV);
-  const int overridden = override != NULL && override[0] != '\0';
-  const char *name = overridden ? override : CUDA_DEFAULT_LIBRARY;
-  snprintf(dev->library_name, sizeof dev->library_name, "%s", name);
-
-  dlerror();
-  dev->library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-  if (dev->library == NULL) {
-    const char *why = dlerror();
+  char why[1024];
+  ingot_cuda_driver_result r = ingot_cuda_driver_load(&dev->api, INGOT_CUDA_BACKEND, why, sizeof why);
+  if (r == INGOT_CUDA_DRIVER_OK) return INGOT_OK;
+  if (r == INGOT_CUDA_DRIVER_NOT_FOUND)
+    ingot_backend_set_err(err, err_size, "%s: install the NVIDIA driver or use a host context", why);
+  else
     ingot_backend_set_err(err, err_size,
-            "%s%s not found (dlopen: %s): install the NVIDIA driver or use a host context", name,
-            overridden ? " (named by " CUDA_LIBRARY_ENV ")" : "", why ? why : "no reason given");
-    return INGOT_UNAVAILABLE;
-  }
-
-#define CUDA_RESOLVE(kind, field, ret, params, name_, old_name)                                 \
-  {                                                                                             \
-    const char *names_[2] = {name_, old_name};                                                  \
-    void *sym_ = NULL;                                                                          \
-    for (int i_ = 0; i_ < 2 && sym_ == NULL; ++i_)                                              \
-      if (names_[i_] != NULL) sym_ = dlsym(dev->library, names_[i_]);                           \
-    /* POSIX dlsym returns data pointers; a function pointer is copied bit for bit. */          \
-    memcpy(&dev->api.field, &sym_, sizeof sym_);                                                \
-    if (sym_ == NULL && kind) {                                                                 \
-      ingot_backend_set_err(err, err_size,                                                      \
-              "%s has no symbol %s: it is not the NVIDIA driver library, or the driver is too " \
-              "old; install a current NVIDIA driver or use a host context",                     \
-              dev->library_name, name_);                                                        \
-      return INGOT_UNAVAILABLE;                                                                 \
-    }                                                                                           \
-  }
-#define REQUIRED 1
-#define OPTIONAL 0
-  CUDA_SYMBOLS(CUDA_RESOLVE)
-#undef REQUIRED
-#undef OPTIONAL
-#undef CUDA_RESOLVE
-  return INGOT_OK;
+                          "%s: it is not the NVIDIA driver library, or the driver is too old; install a "
+                          "current NVIDIA driver or use a host context",
+                          why);
+  return INGOT_UNAVAILABLE;
 }
 
 /* The driver starts threads of its own once initialised; unloading the library
@@ -209,7 +79,7 @@ static ingot_status load_library(ingot_backend_device *dev, char *err, size_t er
  * initialised stays loaded (dlopen counts references: the cost is nothing). */
 static void free_device(ingot_backend_device *dev, int driver_initialised) {
   if (dev == NULL) return;
-  if (dev->library != NULL && !driver_initialised) dlclose(dev->library);
+  if (!driver_initialised) ingot_cuda_driver_unload(&dev->api);
   free(dev);
 }
 
@@ -233,7 +103,7 @@ static ingot_status cuda_open(int ordinal, ingot_backend_device **out, char *arc
     free_device(dev, 0);
     return st;
   }
-  const cuda_api *api = &dev->api;
+  const ingot_cuda_driver *api = &dev->api;
 
   char what[256];
   CUresult res = api->cuInit(0);
@@ -242,7 +112,7 @@ static ingot_status cuda_open(int ordinal, ingot_backend_device **out, char *arc
     ingot_backend_set_err(err, err_size,
             "%s loaded, but cuInit failed with %s: no usable NVIDIA GPU or driver; check "
             "nvidia-smi, or use a host context",
-            dev->library_name, what);
+            dev->api.library_name, what);
     free_device(dev, 1);
     return INGOT_UNAVAILABLE;
   }

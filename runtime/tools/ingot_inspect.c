@@ -11,11 +11,11 @@
  *                                                         the Ed25519 signature of the KDP
  *   ingot-inspect verify --key PUBLIC.pem PACKDIR...      opens the packs requiring it
  * Exit: 0 ok, 1 no match / mismatch, 2 bad input or error, 77 no driver (run).
- * The CUDA memory calls `run` needs come from a small dlopen of libcuda.so.1
- * here; they are inspect-only and not part of the backend vtable. */
+ * The CUDA memory calls `run` needs come from the runtime's driver symbol
+ * table (cuda_driver.h), loaded here; they are inspect-only and not part of the
+ * backend vtable. */
 #define _XOPEN_SOURCE 700
 #include <dirent.h>
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -28,6 +28,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include "cuda_driver.h"
 #include "ingot/ingot.h"
 #include "internal.h"
 #ifdef INGOT_HAVE_REFERENCE
@@ -219,48 +220,6 @@ static int cmd_match(int argc, char **argv) {
 /* ---- run -------------------------------------------------------------------------- */
 
 #ifdef INGOT_HAVE_REFERENCE
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
-typedef struct cuda_mem {
-  void *lib;
-  CUresult (*MemAlloc)(CUdeviceptr *, size_t);
-  CUresult (*MemFree)(CUdeviceptr);
-  CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
-  CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
-  CUresult (*CtxSynchronize)(void);
-  CUresult (*StreamSynchronize)(void *);
-  CUresult (*DeviceGet)(int *, int);
-  CUresult (*DevicePrimaryCtxRetain)(void **, int);
-  CUresult (*CtxSetCurrent)(void *);
-  CUresult (*DevicePrimaryCtxRelease)(int);
-} cuda_mem;
-
-static int cuda_mem_open(cuda_mem *m) {
-  memset(m, 0, sizeof(*m));
-  m->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (m->lib == NULL) return 0;
-#define LOAD(field, name)                                                                          \
-  do {                                                                                             \
-    *(void **)(&m->field) = dlsym(m->lib, name);                                                   \
-    if (m->field == NULL) {                                                                        \
-      fprintf(stderr, "libcuda.so.1 lacks %s\n", name);                                            \
-      return 0;                                                                                    \
-    }                                                                                              \
-  } while (0)
-  LOAD(MemAlloc, "cuMemAlloc_v2");
-  LOAD(MemFree, "cuMemFree_v2");
-  LOAD(MemcpyHtoD, "cuMemcpyHtoD_v2");
-  LOAD(MemcpyDtoH, "cuMemcpyDtoH_v2");
-  LOAD(CtxSynchronize, "cuCtxSynchronize");
-  LOAD(StreamSynchronize, "cuStreamSynchronize");
-  LOAD(DeviceGet, "cuDeviceGet");
-  LOAD(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-  LOAD(CtxSetCurrent, "cuCtxSetCurrent");
-  LOAD(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
-#undef LOAD
-  return 1;
-}
-
 static uint64_t rng_next(uint64_t *s) { /* xorshift64* */
   *s ^= *s >> 12;
   *s ^= *s << 25;
@@ -279,7 +238,7 @@ static size_t extent(const ingot_tensor_desc *t) {
 #define CU(call)                                                                                   \
   do {                                                                                             \
     CUresult r_ = (call);                                                                          \
-    if (r_ != 0) {                                                                                 \
+    if (r_ != CUDA_SUCCESS) {                                                                      \
       fprintf(stderr, "run: %s failed with CUDA error %d\n", #call, r_);                           \
       goto done;                                                                                   \
     }                                                                                              \
@@ -310,7 +269,7 @@ static int cmd_run(int argc, char **argv) {
   }
   int rc = EXIT_ERROR, have_cuda_ctx = 0;
   ingot_plan *plan = NULL;
-  cuda_mem cu;
+  ingot_cuda_driver cu;
   enum { Q, K, V, O, LSE, LENS, PAGES, WS, NBUF };
   CUdeviceptr dev[NBUF] = {0};
   void *host[NBUF] = {0};
@@ -323,17 +282,17 @@ static int cmd_run(int argc, char **argv) {
     rc = s == INGOT_NO_MATCH ? EXIT_NO_MATCH : EXIT_ERROR;
     goto done;
   }
-  if (!cuda_mem_open(&cu)) {
-    printf("skipped: libcuda.so.1 memory calls unavailable: %s\n", dlerror());
+  if (ingot_cuda_driver_load(&cu, INGOT_CUDA_INSPECT, err, sizeof err) != INGOT_CUDA_DRIVER_OK) {
+    printf("skipped: CUDA memory calls unavailable: %s\n", err);
     rc = EXIT_SKIP;
     goto done;
   }
-  int cudev;
-  void *cuctx;
-  CU(cu.DeviceGet(&cudev, 0));
-  CU(cu.DevicePrimaryCtxRetain(&cuctx, cudev));
+  CUdevice cudev;
+  CUcontext cuctx;
+  CU(cu.cuDeviceGet(&cudev, 0));
+  CU(cu.cuDevicePrimaryCtxRetain(&cuctx, cudev));
   have_cuda_ctx = 1;
-  CU(cu.CtxSetCurrent(cuctx));
+  CU(cu.cuCtxSetCurrent(cuctx));
 
   const int64_t B = g.q.dims[0], Hq = g.q.dims[1], Sq = g.q.dims[2], D = g.q.dims[3];
   const uint16_t nan16 = dt == INGOT_DTYPE_BF16 ? 0x7fc0 : 0x7e00;
@@ -396,8 +355,8 @@ static int cmd_run(int argc, char **argv) {
   }
   for (int i = 0; i < NBUF; ++i) {
     if (bytes[i] == 0) continue;
-    CU(cu.MemAlloc(&dev[i], bytes[i]));
-    if (i != WS) CU(cu.MemcpyHtoD(dev[i], host[i], bytes[i]));
+    CU(cu.cuMemAlloc(&dev[i], bytes[i]));
+    if (i != WS) CU(cu.cuMemcpyHtoD(dev[i], host[i], bytes[i]));
   }
   ingot_attention_buffers buf = {(const void *)(uintptr_t)dev[Q], (const void *)(uintptr_t)dev[K],
                                  (const void *)(uintptr_t)dev[V], (void *)(uintptr_t)dev[O],
@@ -408,9 +367,9 @@ static int cmd_run(int argc, char **argv) {
     fprintf(stderr, "run: execute: %s: %s\n", ingot_status_string(s), err);
     goto done;
   }
-  CU(cu.CtxSynchronize());
-  CU(cu.MemcpyDtoH(host[O], dev[O], bytes[O]));
-  if (bytes[LSE]) CU(cu.MemcpyDtoH(host[LSE], dev[LSE], bytes[LSE]));
+  CU(cu.cuCtxSynchronize());
+  CU(cu.cuMemcpyDtoH(host[O], dev[O], bytes[O]));
+  if (bytes[LSE]) CU(cu.cuMemcpyDtoH(host[LSE], dev[LSE], bytes[LSE]));
   size_t n = 0;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < Hq; ++h)
@@ -447,10 +406,10 @@ static int cmd_run(int argc, char **argv) {
   printf("%s\n", rc == 0 ? "PASS" : "FAIL");
 done:
   for (int i = 0; i < NBUF; ++i) {
-    if (dev[i]) cu.MemFree(dev[i]);
+    if (dev[i]) cu.cuMemFree(dev[i]);
     free(host[i]);
   }
-  if (have_cuda_ctx) cu.DevicePrimaryCtxRelease(0);
+  if (have_cuda_ctx) cu.cuDevicePrimaryCtxRelease(0);
   free(ref_o);
   free(ref_lse);
   free(out_o);
