@@ -86,6 +86,17 @@ def _tree(src, dest, keep=lambda rel: True):
     return out
 
 
+def stub_headers():
+    """The runtime headers a dispatch stub compiles against, relative to the tree: the public ones
+    (runtime/include/ingot/*.h), the dispatch contract and each family's planner
+    (runtime/src/families/<family>/ingot_<family>_plan.h). The wheel lays them out as `make install`
+    does: ingot/*.h under include/, the rest under include/ingot/dispatch/."""
+    public = sorted(glob.glob(os.path.join(ROOT, "runtime", "include", "ingot", "*.h")))
+    planners = sorted(glob.glob(os.path.join(ROOT, "runtime", "src", "families", "*", "ingot_*_plan.h")))
+    return [os.path.relpath(p, ROOT).replace(os.sep, "/")
+            for p in [*public, os.path.join(ROOT, "runtime", "src", "dispatch.h"), *planners]]
+
+
 def wheel_files():
     """(archive name, file path) of everything the wheel holds, and whether it
     holds the native runtime (which makes it platform-specific)."""
@@ -93,8 +104,9 @@ def wheel_files():
     files += _tree(os.path.join(ROOT, "templates"), "ingot/share/templates")
     files += _tree(os.path.join(ROOT, "schemas"), "ingot/share/schemas", lambda rel: rel.endswith(".schema.json"))
     files += _tree(os.path.join(ROOT, "configs"), "ingot/share/configs", lambda rel: rel.endswith(".yaml"))
-    files += [("ingot/share/include/ingot/ingot.h", os.path.join(ROOT, "runtime", "include", "ingot", "ingot.h")),
-              ("ingot/share/include/ingot/dispatch/dispatch.h", os.path.join(ROOT, "runtime", "src", "dispatch.h"))]
+    files += [(f"ingot/share/include/{rel[len('runtime/include/'):]}" if rel.startswith("runtime/include/")
+               else f"ingot/share/include/ingot/dispatch/{os.path.basename(rel)}", os.path.join(ROOT, rel))
+              for rel in stub_headers()]
     build = build_dir()
     lib = os.path.join(build, "lib", "libingot.so")
     native = os.path.isfile(lib)
@@ -123,7 +135,7 @@ def sdist_files():
     files += _tree(os.path.join(ROOT, "templates"), "templates")
     files += _tree(os.path.join(ROOT, "schemas"), "schemas", lambda rel: rel.endswith(".schema.json"))
     files += _tree(os.path.join(ROOT, "configs"), "configs", lambda rel: rel.endswith(".yaml"))
-    files += [(f"runtime/{rel}", os.path.join(ROOT, "runtime", rel)) for rel in ("include/ingot/ingot.h", "src/dispatch.h")]
+    files += [(rel, os.path.join(ROOT, rel)) for rel in stub_headers()]
     return files
 
 

@@ -46,7 +46,7 @@ def probe_workspace(B, hkv, splits, rows_total=4, D=128):
 
 def plan_splits(meta, B, hkv, capacity, cus=132, ctas_per_cu=2, min_tiles=1, wave=32):
     """The split count of an earlier dispatch policy (fixed CTAs per CU), kept for the probes
-    that sweep it; the shipped policy is in templates/ingot_attention_decode_dispatch.h."""
+    that sweep it; the shipped policy is in runtime/src/families/attention_decode/ingot_attention_decode_plan.h."""
     rows_total = meta["group"] * meta["max_sq"]
     row_blocks = -(-rows_total // meta["rows"])
     tile = meta["waves"] * meta["tokens_per_wave"]

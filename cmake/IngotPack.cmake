@@ -17,7 +17,7 @@
 # runtime finds it with dlsym.
 #
 # Needs: INGOT_GENERATOR_DIR (where the `ingot` package is), INGOT_TEMPLATE_DIR,
-# INGOT_DISPATCH_INCLUDE_DIRS (where dispatch.h and ingot/ingot.h are); finds the
+# INGOT_DISPATCH_INCLUDE_DIRS (where dispatch.h, ingot/ingot.h and the planners are); finds the
 # toolchain with ingot_find_tools() (IngotTools.cmake).
 
 include_guard(GLOBAL)
@@ -159,7 +159,8 @@ function(ingot_add_pack)
   get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
   if("C" IN_LIST languages)
     add_library(ingot_dispatch_${P_NAME} OBJECT EXCLUDE_FROM_ALL "${stub}")
-    # dispatch.h and ingot/ingot.h; the stub's own header; the planning header beside the templates.
+    # dispatch.h, ingot/ingot.h and the families' planners; the stub's own header;
+    # the templates (the limits a planner shares with its kernels).
     target_include_directories(ingot_dispatch_${P_NAME} PRIVATE ${INGOT_DISPATCH_INCLUDE_DIRS}
                                "${gen_dir}/dispatch" "${INGOT_TEMPLATE_DIR}")
     set_target_properties(ingot_dispatch_${P_NAME} PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON

@@ -1,7 +1,7 @@
 /* ingot_attention_decode_balance.h: the arithmetic of the balanced split mode
  * (docs/INTERNALS.md, "Balanced split"), shared by the kernels
  * (ingot_attention_decode.h, device code), the planning
- * (ingot_attention_decode_dispatch.h, host C) and the host tests, so the three
+ * (ingot_attention_decode_plan.h, host C) and the host tests, so the three
  * cannot disagree. Pure integer functions, 64-bit where a sum of lengths is.
  *
  * The batch's work is counted in tiles (a workgroup's tokens per step):

@@ -1,6 +1,6 @@
 /* ingot_attention_decode_limits.h: the constants the attention decode kernels
  * (ingot_attention_decode.h, device code) and their planning
- * (ingot_attention_decode_dispatch.h, host C) must agree on. Plain macros: both
+ * (ingot_attention_decode_plan.h, host C) must agree on. Plain macros: both
  * C11 and the device compilers read this file. */
 #ifndef INGOT_ATTENTION_DECODE_LIMITS_H
 #define INGOT_ATTENTION_DECODE_LIMITS_H

@@ -45,16 +45,20 @@ def configs_dir():
 
 
 def include_dirs():
-    """Where ingot/ingot.h and dispatch.h are (what a dispatch stub compiles against):
-    $INGOT_INCLUDE_DIR (holding ingot/ingot.h and ingot/dispatch/dispatch.h, as
-    `make install` lays them out), the wheel's, or the source tree's."""
+    """Where ingot/ingot.h, dispatch.h and the families' planners are (what a dispatch
+    stub compiles against): $INGOT_INCLUDE_DIR (holding ingot/ingot.h and
+    ingot/dispatch/{dispatch.h, ingot_<family>_plan.h}, as `make install` lays them
+    out), the wheel's, or the source tree's (runtime/src/families/<family>/)."""
     env = os.environ.get("INGOT_INCLUDE_DIR")
     if env:
         return [env, os.path.join(env, "ingot", "dispatch")]
     if installed():
         inc = os.path.join(SHARE, "include")
         return [inc, os.path.join(inc, "ingot", "dispatch")]
-    return [os.path.join(REPO, "runtime", "include"), os.path.join(REPO, "runtime", "src")]
+    families = os.path.join(REPO, "runtime", "src", "families")
+    return [os.path.join(REPO, "runtime", "include"), os.path.join(REPO, "runtime", "src"),
+            *sorted(os.path.join(families, d) for d in os.listdir(families)
+                    if os.path.isdir(os.path.join(families, d)))]
 
 
 def build_dir():

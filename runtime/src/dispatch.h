@@ -8,8 +8,10 @@
 #ifndef INGOT_DISPATCH_H
 #define INGOT_DISPATCH_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ingot/ingot.h"
 
@@ -20,6 +22,21 @@ extern "C" {
 /* Dispatch entries are looked up by name (the UDD's dispatch_symbol), also with
  * dlsym in the running process, so a provider's own generated stubs are found. */
 #define INGOT_DISPATCH_EXPORT __attribute__((visibility("default")))
+
+/* A stub's refusal: the message (naming the field and what is allowed) into err
+ * when the caller gave room for one; INGOT_INVALID_ARGUMENT back. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static inline ingot_status ingot_dispatch_refuse(char *err, size_t err_size, const char *fmt, ...) {
+  if (err && err_size) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, err_size, fmt, ap);
+    va_end(ap);
+  }
+  return INGOT_INVALID_ARGUMENT;
+}
 
 #define INGOT_MAX_LAUNCHES 2
 #define INGOT_MAX_KERNARG_BYTES 512

@@ -16,7 +16,7 @@
 #include "dispatch.h"
 #include "ingot/ingot.h"
 #include "ingot_attention_decode_balance.h"
-#include "ingot_attention_decode_dispatch.h" /* the family's metadata and plan scalars */
+#include "ingot_attention_decode_plan.h" /* the family's metadata and plan scalars */
 #include "ingot_attention_decode_limits.h"
 
 #define FZ_REQUIRE(cond, ...)                                                                     \

@@ -1,6 +1,6 @@
 /* fuzz_dispatch_plan: the generated dispatch stub of the attention_decode pack
  * (generated/attention_decode/dispatch, planning logic in
- * templates/ingot_attention_decode_dispatch.h), called directly, the way a
+ * runtime/src/families/attention_decode/ingot_attention_decode_plan.h), called directly, the way a
  * provider's runtime could, with extreme shapes, strides, kernel metadata and
  * device caps, and without ingot_graph_validate in front of it. The stub must
  * not overflow (UBSan aborts on signed overflow, shifts, bad conversions), and

@@ -14,6 +14,7 @@ import unittest
 
 from gen_support import MINIMAL_CONFIG, REPO, read_tree, run_cli
 
+from ingot import paths
 from ingot.cli import EXIT_OK
 from ingot.ctokens import c_comment, c_ident, c_string
 
@@ -144,8 +145,8 @@ class HostileConfigNameTest(unittest.TestCase):
     @unittest.skipUnless(os.access(CLANG, os.X_OK), "clang-22 not installed")
     def test_the_sources_compile(self):
         root = os.path.join(self.out, "minimal")
-        includes = ["-I", os.path.join(REPO, "runtime", "src"), "-I", os.path.join(REPO, "runtime", "include"),
-                    "-I", TEMPLATES, "-I", os.path.join(root, "dispatch")]
+        includes = [arg for d in (*paths.include_dirs(), TEMPLATES, os.path.join(root, "dispatch"))
+                    for arg in ("-I", d)]
         r = subprocess.run([CLANG, "-std=c11", "-trigraphs", "-Wno-trigraphs", "-fsyntax-only", *includes,
                             os.path.join(root, "dispatch", "minimal_dispatch.c")],
                            capture_output=True, text=True, timeout=300)

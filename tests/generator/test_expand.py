@@ -299,9 +299,9 @@ class ExpansionRuleTest(unittest.TestCase):
             "past the capacity (allowed: at most 2147483135 = 2^31 - 1 - 8 x 64)"])
 
     def test_token_index_tiles_match_the_plan(self):
-        # The generator's bound and the plan's refusal are one number (the dispatch header's).
-        with open(os.path.join(os.path.dirname(MAIN_CONFIG), "..", "templates",
-                               "ingot_attention_decode_dispatch.h"), encoding="utf-8") as f:
+        # The generator's bound and the plan's refusal are one number (the planner header's).
+        with open(os.path.join(os.path.dirname(MAIN_CONFIG), "..", "runtime", "src", "families",
+                               "attention_decode", "ingot_attention_decode_plan.h"), encoding="utf-8") as f:
             header = f.read()
         m = re.search(r"#define INGOT_AD_TOKEN_INDEX_TILES (\d+)", header)
         self.assertIsNotNone(m)

@@ -27,7 +27,7 @@
 static int g_balanced_plans = 0;
 static int g_quick = 0; /* INGOT_RAGGED_QUICK */
 
-/* The balanced workspace (templates/ingot_attention_decode_dispatch.h,
+/* The balanced workspace (runtime/src/families/attention_decode/ingot_attention_decode_plan.h,
  * ingot_ad_balanced_workspace): per KV head (units + B) slots of rows_total
  * rows, lse padded to 4 floats then D floats each, then B + 1 int64 prefixes. */
 static size_t balanced_ws(const dh_case *c, const dh_kernel *k, int units) {

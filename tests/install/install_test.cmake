@@ -51,12 +51,13 @@ set(kernel_compile "ingot: ${kernel} for")
 if(STEP STREQUAL "install")
   file(REMOVE_RECURSE "${PREFIX}")
   run(COMMAND "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${PREFIX}")
-  foreach(f include/ingot/ingot.h include/ingot/dispatch/dispatch.h bin/ingot
+  foreach(f include/ingot/ingot.h include/ingot/kv_append.h include/ingot/dispatch/dispatch.h
+            include/ingot/dispatch/ingot_attention_decode_plan.h include/ingot/dispatch/ingot_kv_append_plan.h
+            bin/ingot
             ${LIBDIR}/libingot.so ${LIBDIR}/libingot_static.a
             ${LIBDIR}/cmake/ingot/ingotConfig.cmake ${LIBDIR}/cmake/ingot/ingotConfigVersion.cmake
             ${LIBDIR}/cmake/ingot/ingotTargets.cmake ${LIBDIR}/pkgconfig/ingot.pc
             share/ingot/python/ingot/__main__.py share/ingot/templates/attention_decode.hip.j2
-            share/ingot/templates/ingot_attention_decode_dispatch.h
             share/ingot/packs/attention_decode/attention_decode.kdp.json)
     if(NOT EXISTS "${PREFIX}/${f}")
       message(FATAL_ERROR "not installed: ${PREFIX}/${f}")
@@ -122,7 +123,7 @@ elseif(STEP STREQUAL "rebuild")
   expect("${out}" "ingot: generating pack ${pack}")
   expect_not("${out}" "${kernel_compile}|ingot: packaging|Building C|Linking C")
   # The dispatch planning header: the stub and the programs, not the kernels.
-  file(TOUCH "${PREFIX}/share/ingot/templates/ingot_attention_decode_dispatch.h")
+  file(TOUCH "${PREFIX}/include/ingot/dispatch/ingot_attention_decode_plan.h")
   run(COMMAND "${CMAKE_COMMAND}" --build "${build}" OUT out)
   expect("${out}" "Building C object [^\n]*${pack}_dispatch\\.c\\.o")
   expect("${out}" "Linking C executable provider_decode")

@@ -1,6 +1,6 @@
 """The wheel (setup_backend.py, what `pip install .` builds) holds exactly the
-expected files: the generator's modules, templates, schemas, configs, the two
-headers a dispatch stub compiles against, and, from the build folder, only
+expected files: the generator's modules, templates, schemas, configs, the
+headers a dispatch stub compiles against (STUB_HEADERS), and, from the build folder, only
 libingot.so, ingot-inspect and the packaged packs of configs/*.yaml. Anything
 else (a static library, a test library, a test pack, build/lib at the top of
 site-packages, a __pycache__) fails the test, and so does a missing file.
@@ -28,7 +28,9 @@ ALLOWED = [
     ("ingot/share/schemas/*.schema.json", "descriptor schemas"),
     ("ingot/share/configs/*.yaml", "pack configs"),
     ("ingot/share/include/ingot/ingot.h", "the runtime header"),
+    ("ingot/share/include/ingot/kv_append.h", "the KV-cache append family's header"),
     ("ingot/share/include/ingot/dispatch/dispatch.h", "the dispatch stub contract"),
+    ("ingot/share/include/ingot/dispatch/ingot_*_plan.h", "a family's planner (its stubs include it)"),
     ("ingot/lib/libingot.so", "the runtime"),
     ("ingot/bin/ingot-inspect", "the inspection tool"),
     ("ingot/share/packs/*/*.json", "a shipped pack's descriptors"),
@@ -39,6 +41,18 @@ ALLOWED = [
     ("ingot-*.dist-info/entry_points.txt", "console scripts"),
     ("ingot-*.dist-info/RECORD", "metadata"),
 ]
+
+# The headers a dispatch stub of either family compiles against: wheel name -> tree path (the sdist's).
+# Written out, so a header the backend stops shipping fails the test; a family added later adds its
+# planner here.
+STUB_HEADERS = {
+    "ingot/share/include/ingot/ingot.h": "runtime/include/ingot/ingot.h",
+    "ingot/share/include/ingot/kv_append.h": "runtime/include/ingot/kv_append.h",
+    "ingot/share/include/ingot/dispatch/dispatch.h": "runtime/src/dispatch.h",
+    "ingot/share/include/ingot/dispatch/ingot_attention_decode_plan.h":
+        "runtime/src/families/attention_decode/ingot_attention_decode_plan.h",
+    "ingot/share/include/ingot/dispatch/ingot_kv_append_plan.h": "runtime/src/families/kv_append/ingot_kv_append_plan.h",
+}
 
 
 def unexpected(names):
@@ -96,8 +110,7 @@ class WheelTest(unittest.TestCase):
         want |= tree(os.path.join(REPO, "templates"), "ingot/share/templates", lambda r: True)
         want |= tree(os.path.join(REPO, "schemas"), "ingot/share/schemas", lambda r: r.endswith(".schema.json"))
         want |= tree(os.path.join(REPO, "configs"), "ingot/share/configs", lambda r: r.endswith(".yaml"))
-        want |= {"ingot/share/include/ingot/ingot.h", "ingot/share/include/ingot/dispatch/dispatch.h",
-                 "ingot/lib/libingot.so", "ingot/bin/ingot-inspect"}
+        want |= set(STUB_HEADERS) | {"ingot/lib/libingot.so", "ingot/bin/ingot-inspect"}
         for c in glob.glob(os.path.join(REPO, "configs", "*.yaml")):
             pack = os.path.splitext(os.path.basename(c))[0]
             want |= tree(os.path.join(BUILD, "packs", pack), f"ingot/share/packs/{pack}", lambda r: True)
@@ -158,7 +171,7 @@ class WheelTest(unittest.TestCase):
                 tar.extractall(out, filter="data") if hasattr(tarfile, "data_filter") else tar.extractall(out)
             names = {m.name for m in members}
             want = {"ingot-0.1.0/" + n for n in ("pyproject.toml", "setup_backend.py", "README.md", "PKG-INFO",
-                                                 "runtime/include/ingot/ingot.h", "runtime/src/dispatch.h")}
+                                                 *STUB_HEADERS.values())}
             want |= tree(os.path.join(REPO, "generator", "ingot"), "ingot-0.1.0/generator/ingot",
                          lambda r: r.endswith(".py"))
             want |= tree(os.path.join(REPO, "templates"), "ingot-0.1.0/templates", lambda r: True)

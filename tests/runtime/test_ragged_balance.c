@@ -1,5 +1,5 @@
 /* test_ragged_balance.c: the balanced split mode's arithmetic and planning
- * (templates/ingot_attention_decode_balance.h, ingot_attention_decode_dispatch.h;
+ * (templates/ingot_attention_decode_balance.h, ingot_attention_decode_plan.h;
  * docs/INTERNALS.md "Balanced split"), host only.
  *  - The plan: a batch of 2..INGOT_AD_BALANCED_MAX_BATCH (1024) sequences is
  *    balanced when the caps allow it (units = the uniform plan's segments x B,
@@ -16,7 +16,7 @@
 #include "test_util.h"
 /* after test_util.h, which sets the feature macros before any system header */
 #include "dispatch.h"
-#include "ingot_attention_decode_dispatch.h"
+#include "ingot_attention_decode_plan.h"
 #include "test_ragged_schedule.h"
 
 extern const ingot_dispatch_entry ingot_attention_decode_dispatch;

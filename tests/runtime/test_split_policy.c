@@ -1,5 +1,5 @@
 /* test_split_policy.c: the segment counts the shipped pack's dispatch stub
- * (templates/ingot_attention_decode_dispatch.h, policy from
+ * (runtime/src/families/attention_decode/ingot_attention_decode_plan.h, policy from
  * configs/attention_decode.yaml) plans on an H200-like device: 132 SMs, two
  * resident workgroups of the seed kernel (4 waves x 16 tokens) each.
  *  - The benchmark's shapes (bench/decode.py) keep the counts they were tuned
@@ -12,7 +12,7 @@
 #include "test_util.h"
 /* after test_util.h, which sets the feature macros before any system header */
 #include "dispatch.h"
-#include "ingot_attention_decode_dispatch.h"
+#include "ingot_attention_decode_plan.h"
 
 static const ingot_ad_kernel_meta k_seed = {INGOT_DTYPE_BF16, 128, 4, 1, 4, 4, 16, 256, 0, 0};
 

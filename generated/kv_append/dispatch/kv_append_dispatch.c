@@ -46,11 +46,12 @@ static ingot_status pack(const ingot_dispatch_plan *p, int launch, const void *b
                          size_t cap, size_t *size, char *err, size_t err_size) {
   const ingot_kv_append_buffers *b = (const ingot_kv_append_buffers *)buffers;
   (void)ws; /* the family takes no workspace */
-  if (!p || !b || !buf || !size) return ingot_kva_error(err, err_size, "pack: NULL argument");
+  if (!p || !b || !buf || !size) return ingot_dispatch_refuse(err, err_size, "pack: NULL argument");
   if (launch < 0 || launch >= p->num_launches)
-    return ingot_kva_error(err, err_size, "pack: launch %d out of range (plan has %d)", launch, p->num_launches);
+    return ingot_dispatch_refuse(err, err_size, "pack: launch %d out of range (plan has %d)", launch, p->num_launches);
   if (cap < 180)
-    return ingot_kva_error(err, err_size, "pack: kernarg buffer of %zu bytes, need 180", cap);
+    return ingot_dispatch_refuse(err, err_size,
+                                 "pack: kernarg buffer of %zu bytes, need 180", cap);
   write_kernargs(buf, p, b);
   *size = 180;
   return INGOT_OK;

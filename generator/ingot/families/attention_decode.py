@@ -26,10 +26,10 @@ KERNEL_MAX_CAPACITY = INT32_MAX
 # The kernels' token indices are int32 and run up to this many tiles past the
 # capacity (the ring's copies NS - 1 tiles ahead, at most 8 stages); the plan
 # refuses larger capacities (INGOT_AD_TOKEN_INDEX_TILES in
-# templates/ingot_attention_decode_dispatch.h; test_expand reads both).
+# runtime/src/families/attention_decode/ingot_attention_decode_plan.h; test_expand reads both).
 TOKEN_INDEX_TILES = 8
 # Grid y (merge: Hkv) and z (B) are at most 65535 on every arch; the plan
-# refuses more (templates/ingot_attention_decode_dispatch.h).
+# refuses more (runtime/src/families/attention_decode/ingot_attention_decode_plan.h).
 MAX_KV_HEADS = 65535
 MAX_BATCH = 65535
 ELEMENT_BYTES = 2

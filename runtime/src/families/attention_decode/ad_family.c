@@ -46,7 +46,7 @@ static int int_field(json_t *md, const char *key, int *out, char *where, size_t 
   return 1;
 }
 
-/* The metadata, and what the plan (ingot_attention_decode_dispatch.h) would
+/* The metadata, and what the plan (ingot_attention_decode_plan.h) would
  * refuse for every graph, refused with the range a plan accepts. */
 static int meta_decode(json_t *md, const char *const *archs, size_t num_archs, void *out, char *where,
                        size_t wn, char *err, size_t en) {

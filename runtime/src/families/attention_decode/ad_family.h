@@ -4,7 +4,7 @@
 #ifndef INGOT_AD_FAMILY_H
 #define INGOT_AD_FAMILY_H
 
-#include "ingot_attention_decode_dispatch.h"
+#include "ingot_attention_decode_plan.h"
 #include "internal.h"
 
 extern const ingot_family ingot_family_attention_decode;

@@ -61,19 +61,6 @@ static inline const ingot_kva_plan_params *ingot_kva_params_in(const ingot_dispa
   return (const ingot_kva_plan_params *)(const void *)p->params.bytes;
 }
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static inline ingot_status ingot_kva_error(char *err, size_t err_size, const char *fmt, ...) {
-  if (err && err_size) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_size, fmt, ap);
-    va_end(ap);
-  }
-  return INGOT_INVALID_ARGUMENT;
-}
-
 /* Little-endian stores of one kernarg (both vendors' targets are little-endian). */
 static inline void ingot_kva_put8(uint8_t *dst, uint64_t v) { memcpy(dst, &v, 8); }
 static inline void ingot_kva_put4(uint8_t *dst, uint32_t v) { memcpy(dst, &v, 4); }
@@ -99,43 +86,48 @@ static inline const char *ingot_kva_dtype_label(int d) {
 static inline ingot_status ingot_kva_plan(const ingot_kva_kernel_meta *m, const ingot_kv_append_graph *g,
                                           const ingot_device_caps *caps, ingot_dispatch_plan *out, char *err,
                                           size_t err_size) {
-  if (!out) return ingot_kva_error(err, err_size, "plan: NULL output");
+  if (!out) return ingot_dispatch_refuse(err, err_size, "plan: NULL output");
   memset(out, 0, sizeof *out);
-  if (!m || !g || !caps) return ingot_kva_error(err, err_size, "plan: NULL argument");
+  if (!m || !g || !caps) return ingot_dispatch_refuse(err, err_size, "plan: NULL argument");
   if (g->k_new.rank != 4 || g->v_new.rank != 4 || g->k_cache.rank != 4 || g->v_cache.rank != 4 ||
       g->seq_lens.rank != 1)
-    return ingot_kva_error(err, err_size, "plan: k_new, v_new, k_cache and v_cache must have rank 4, seq_lens rank 1");
+    return ingot_dispatch_refuse(err, err_size,
+                                 "plan: k_new, v_new, k_cache and v_cache must have rank 4, seq_lens rank 1");
   const ingot_dtype dt = g->k_new.dtype;
   if ((int)dt != m->dtype)
-    return ingot_kva_error(err, err_size, "plan: dtype %s (allowed: %s, the kernel's)", ingot_kva_dtype_label(dt),
+    return ingot_dispatch_refuse(err, err_size, "plan: dtype %s (allowed: %s, the kernel's)", ingot_kva_dtype_label(dt),
                            ingot_kva_dtype_label(m->dtype));
   if (g->v_new.dtype != dt || g->k_cache.dtype != dt || g->v_cache.dtype != dt)
-    return ingot_kva_error(err, err_size, "plan: v_new %s, k_cache %s, v_cache %s (allowed: %s, the dtype of k_new)",
+    return ingot_dispatch_refuse(err, err_size,
+                                 "plan: v_new %s, k_cache %s, v_cache %s (allowed: %s, the dtype of k_new)",
                            ingot_kva_dtype_label(g->v_new.dtype), ingot_kva_dtype_label(g->k_cache.dtype),
                            ingot_kva_dtype_label(g->v_cache.dtype), ingot_kva_dtype_label(dt));
   const int paged = g->kv_layout == INGOT_KV_PAGED;
   if (paged != m->paged)
-    return ingot_kva_error(err, err_size, "plan: kv_layout %s (allowed: %s, the kernel's)",
+    return ingot_dispatch_refuse(err, err_size, "plan: kv_layout %s (allowed: %s, the kernel's)",
                            paged ? "paged" : "contiguous", m->paged ? "paged" : "contiguous");
   if (m->threads < 1 || m->threads > INGOT_KVA_MAX_THREADS ||
       (caps->wave_size > 0 && m->threads % caps->wave_size != 0))
-    return ingot_kva_error(err, err_size, "plan: kernel threads %d (allowed: a multiple of the wave size %d up to %d)",
+    return ingot_dispatch_refuse(err, err_size,
+                                 "plan: kernel threads %d (allowed: a multiple of the wave size %d up to %d)",
                            m->threads, caps->wave_size, INGOT_KVA_MAX_THREADS);
   const int64_t B = g->k_new.dims[0], Sq = g->k_new.dims[1], Hkv = g->k_new.dims[2], D = g->k_new.dims[3];
   if (D < INGOT_KVA_HEAD_DIM_STEP || D > INGOT_KVA_MAX_HEAD_DIM || D % INGOT_KVA_HEAD_DIM_STEP != 0)
-    return ingot_kva_error(err, err_size, "plan: head dim %lld (allowed: a multiple of %d in %d..%d)", (long long)D,
+    return ingot_dispatch_refuse(err, err_size,
+                                 "plan: head dim %lld (allowed: a multiple of %d in %d..%d)", (long long)D,
                            INGOT_KVA_HEAD_DIM_STEP, INGOT_KVA_HEAD_DIM_STEP, INGOT_KVA_MAX_HEAD_DIM);
   if (g->capacity < 1 || g->capacity > INT32_MAX)
-    return ingot_kva_error(err, err_size, "plan: capacity %lld (allowed: 1..%d)", (long long)g->capacity, INT32_MAX);
+    return ingot_dispatch_refuse(err, err_size,
+                                 "plan: capacity %lld (allowed: 1..%d)", (long long)g->capacity, INT32_MAX);
   if (Sq < 1 || Sq > g->capacity)
-    return ingot_kva_error(err, err_size, "plan: Sq %lld (allowed: 1..%lld, the capacity)", (long long)Sq,
+    return ingot_dispatch_refuse(err, err_size, "plan: Sq %lld (allowed: 1..%lld, the capacity)", (long long)Sq,
                            (long long)g->capacity);
   if (B < 1 || B > INT32_MAX || Hkv < 1 || Hkv > INT32_MAX)
-    return ingot_kva_error(err, err_size, "plan: batch %lld, KV heads %lld (allowed: 1..%d each)", (long long)B,
+    return ingot_dispatch_refuse(err, err_size, "plan: batch %lld, KV heads %lld (allowed: 1..%d each)", (long long)B,
                            (long long)Hkv, INT32_MAX);
   /* AMD counts a grid's work-items in 32 bits */
   if ((uint64_t)B * (uint64_t)m->threads > UINT32_MAX)
-    return ingot_kva_error(err, err_size, "plan: batch %lld x %d threads = %llu work-items (allowed: <= %u)",
+    return ingot_dispatch_refuse(err, err_size, "plan: batch %lld x %d threads = %llu work-items (allowed: <= %u)",
                            (long long)B, m->threads, (unsigned long long)((uint64_t)B * (uint64_t)m->threads),
                            UINT32_MAX);
   int64_t page_size = 0, num_pages = 0, pt_stride = 0;
@@ -143,11 +135,11 @@ static inline ingot_status ingot_kva_plan(const ingot_kva_kernel_meta *m, const 
     page_size = g->k_cache.dims[1];
     num_pages = g->k_cache.dims[0];
     if (g->page_table.rank != 2)
-      return ingot_kva_error(err, err_size, "plan: page_table.rank %d (allowed: 2, the layout is paged)",
+      return ingot_dispatch_refuse(err, err_size, "plan: page_table.rank %d (allowed: 2, the layout is paged)",
                              g->page_table.rank);
     pt_stride = g->page_table.strides[0];
     if (page_size < 1 || page_size > INT32_MAX || num_pages < 1 || num_pages > INT32_MAX)
-      return ingot_kva_error(err, err_size, "plan: page size %lld, pages %lld (allowed: 1..%d each)",
+      return ingot_dispatch_refuse(err, err_size, "plan: page size %lld, pages %lld (allowed: 1..%d each)",
                              (long long)page_size, (long long)num_pages, INT32_MAX);
   }
 

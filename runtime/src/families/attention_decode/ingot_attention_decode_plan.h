@@ -1,4 +1,4 @@
-/* ingot_attention_decode_dispatch.h: planning for the attention decode kernels
+/* ingot_attention_decode_plan.h: planning for the attention decode kernels
  * (templates/ingot_attention_decode.h), written once by hand; each pack's
  * generated dispatch stub binds its kernarg layout and split policy to it.
  * Pure functions: no allocation, no driver calls, every size product checked. */
@@ -82,19 +82,6 @@ typedef struct ingot_ad_policy {
   } while (0)
 #define ingot_ad_put8(dst, val) INGOT_AD_PUT(dst, val, 8)
 #define ingot_ad_put4(dst, val) INGOT_AD_PUT(dst, val, 4)
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static inline ingot_status ingot_ad_error(char *err, size_t err_size, const char *fmt, ...) {
-  if (err && err_size) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_size, fmt, ap);
-    va_end(ap);
-  }
-  return INGOT_INVALID_ARGUMENT;
-}
 
 static inline int ingot_ad_mul(uint64_t a, uint64_t b, uint64_t *out) {
   return __builtin_mul_overflow(a, b, out);
@@ -194,7 +181,7 @@ static inline ingot_status ingot_ad_plan_balanced(const ingot_ad_kernel_meta *m,
                                                   int64_t units, int64_t fill, int paged, int64_t page_size, double cost,
                                                   ingot_dispatch_plan *out, char *err, size_t err_size) {
   const uint64_t ws = ingot_ad_balanced_workspace(B, Hkv, rows_total, D, units);
-  if (ws == 0) return ingot_ad_error(err, err_size, "plan: balanced workspace size overflows 64 bits");
+  if (ws == 0) return ingot_dispatch_refuse(err, err_size, "plan: balanced workspace size overflows 64 bits");
   const uint32_t threads = (uint32_t)(m->waves * caps->wave_size);
   const uint32_t merge_threads = (uint32_t)(INGOT_AD_MERGE_WAVES * caps->wave_size);
   const uint32_t merge_x = units <= INGOT_AD_COMPACT_MERGE_SPLITS
@@ -220,51 +207,51 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
                                          const ingot_attention_graph *g,
                                          const ingot_device_caps *caps, ingot_dispatch_plan *out,
                                          char *err, size_t err_size) {
-  if (!out) return ingot_ad_error(err, err_size, "plan: NULL output");
+  if (!out) return ingot_dispatch_refuse(err, err_size, "plan: NULL output");
   memset(out, 0, sizeof *out);
-  if (!pol || !m || !g || !caps) return ingot_ad_error(err, err_size, "plan: NULL argument");
+  if (!pol || !m || !g || !caps) return ingot_dispatch_refuse(err, err_size, "plan: NULL argument");
   if (pol->ctas_per_cu < 1 || pol->min_tiles_per_split < 1 || pol->max_tiles_per_split < 1 ||
       pol->max_tiles_per_split > (1 << 20) || pol->saturating_percent < 1 || pol->saturating_percent > 100 ||
       pol->saturating_cu_percent < 1 || pol->saturating_cu_percent > 100 || pol->kernel_max_splits < 1)
-    return ingot_ad_error(err, err_size,
+    return ingot_dispatch_refuse(err, err_size,
                           "plan: split policy out of range (ctas_per_cu %d, min_tiles_per_split %d, "
                           "max_tiles_per_split %d, saturating_percent %d, saturating_cu_percent %d, "
                           "kernel_max_splits %d; allowed: >= 1, max_tiles_per_split <= 2^20, percents <= 100)",
                           pol->ctas_per_cu, pol->min_tiles_per_split, pol->max_tiles_per_split,
                           pol->saturating_percent, pol->saturating_cu_percent, pol->kernel_max_splits);
   if (g->q.rank != 4 || g->k.rank != 4 || g->v.rank != 4 || g->o.rank != 4)
-    return ingot_ad_error(err, err_size, "plan: q, k, v and o must have rank 4");
+    return ingot_dispatch_refuse(err, err_size, "plan: q, k, v and o must have rank 4");
   const int64_t B = g->q.dims[0], Hq = g->q.dims[1], Sq = g->q.dims[2], D = g->q.dims[3];
   const int64_t Hkv = g->k.dims[2];
   const int paged = g->kv_layout == INGOT_KV_PAGED;
   if (D < INGOT_AD_HEAD_DIM_STEP || D != m->head_dim || D % INGOT_AD_HEAD_DIM_STEP)
-    return ingot_ad_error(err, err_size, "plan: head dim %lld, kernel has %d", (long long)D, m->head_dim);
+    return ingot_dispatch_refuse(err, err_size, "plan: head dim %lld, kernel has %d", (long long)D, m->head_dim);
   /* Any group runs on the kernel's row tile (padded, or over several row blocks). */
   if (Hkv < 1 || Hkv > 65535 || Hq < Hkv || Hq % Hkv != 0 || Hq / Hkv > 65535)
-    return ingot_ad_error(err, err_size,
+    return ingot_dispatch_refuse(err, err_size,
                           "plan: Hq %lld / Hkv %lld (allowed: Hkv in 1..65535, Hq a multiple of Hkv, at most "
                           "65535 x Hkv)", (long long)Hq, (long long)Hkv);
   const int64_t group = Hq / Hkv;
   if (Sq < 1 || Sq > m->max_sq)
-    return ingot_ad_error(err, err_size, "plan: Sq %lld outside the kernel's 1..%d", (long long)Sq, m->max_sq);
+    return ingot_dispatch_refuse(err, err_size, "plan: Sq %lld outside the kernel's 1..%d", (long long)Sq, m->max_sq);
   if (B < 1 || B > 65535)
-    return ingot_ad_error(err, err_size, "plan: batch %lld outside 1..65535", (long long)B);
+    return ingot_dispatch_refuse(err, err_size, "plan: batch %lld outside 1..65535", (long long)B);
   if (paged != m->paged)
-    return ingot_ad_error(err, err_size, "plan: KV layout differs from the kernel's");
+    return ingot_dispatch_refuse(err, err_size, "plan: KV layout differs from the kernel's");
   if (g->lse.rank != 0 && !m->lse)
-    return ingot_ad_error(err, err_size, "plan: the kernel does not write LSE");
+    return ingot_dispatch_refuse(err, err_size, "plan: the kernel does not write LSE");
   if (caps->wave_size != 32 && caps->wave_size != 64)
-    return ingot_ad_error(err, err_size, "plan: wave size %d (allowed: 32, 64)", caps->wave_size);
+    return ingot_dispatch_refuse(err, err_size, "plan: wave size %d (allowed: 32, 64)", caps->wave_size);
   if (m->waves < 1 || m->tokens_per_wave < 1 || m->rows < 1 || m->max_splits < 1 || m->group < 1 ||
       (int64_t)m->waves * caps->wave_size > INGOT_AD_MAX_BLOCK_THREADS)
-    return ingot_ad_error(err, err_size,
+    return ingot_dispatch_refuse(err, err_size,
                           "plan: kernel metadata out of range (waves %d, tokens_per_wave %d, rows %d, group %d, "
                           "max_splits %d; allowed: >= 1, waves x wave size <= 1024)",
                           m->waves, m->tokens_per_wave, m->rows, m->group, m->max_splits);
   /* waves <= 32 and tokens_per_wave < 2^31 (checked above): no overflow */
   const int64_t index_reach = INGOT_AD_TOKEN_INDEX_TILES * (int64_t)m->waves * (int64_t)m->tokens_per_wave;
   if (g->capacity < 1 || g->capacity > (int64_t)INT32_MAX - index_reach)
-    return ingot_ad_error(err, err_size,
+    return ingot_dispatch_refuse(err, err_size,
                           "plan: capacity %lld outside 1..%lld (the kernel's int32 token indices run %d tiles "
                           "of %lld tokens past the capacity: at most 2^31 - 1 - %lld)",
                           (long long)g->capacity, (long long)((int64_t)INT32_MAX - index_reach),
@@ -274,13 +261,13 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   if (paged) {
     page_size = g->k.dims[1];
     if (page_size < 1 || (page_size & (page_size - 1)) || page_size > INGOT_AD_MAX_PAGE_SIZE)
-      return ingot_ad_error(err, err_size, "plan: page size %lld is not a power of two in 1..2^20",
+      return ingot_dispatch_refuse(err, err_size, "plan: page size %lld is not a power of two in 1..2^20",
                             (long long)page_size);
     /* Pages shorter than a wave's chunk (tokens_per_wave) are read token by
      * token (templates/ingot_attention_decode.h, ChunkPages::token_page). */
     /* capacity < 2^31 was checked above: no overflow in the page count */
     if (g->page_table.rank != 2 || g->page_table.dims[1] < (g->capacity + page_size - 1) / page_size)
-      return ingot_ad_error(err, err_size, "plan: the page table does not cover the capacity");
+      return ingot_dispatch_refuse(err, err_size, "plan: the page table does not cover the capacity");
   }
 
   /* group x Sq rows per KV head (< 2^16 x 8), in row blocks of the kernel's rows. */
@@ -298,7 +285,7 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   /* the wide merge's columns per workgroup (kMergeCols in the kernel header) */
   const int64_t merge_cols = INGOT_AD_MERGE_COLS(D);
   if (row_blocks > INT32_MAX / Hkv || rows_total > INT32_MAX / (D / merge_cols))
-    return ingot_ad_error(err, err_size,
+    return ingot_dispatch_refuse(err, err_size,
                           "plan: grid of %lld x %lld row blocks or %lld x %lld merge blocks (allowed: < 2^31)",
                           (long long)Hkv, (long long)row_blocks, (long long)rows_total, (long long)(D / merge_cols));
   const int64_t base = B * Hkv * row_blocks; /* < 2^16 * 2^31 */
@@ -375,7 +362,7 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
     if (ingot_ad_mul((uint64_t)rows_total, (uint64_t)splits, &lse_n) ||
         ingot_ad_mul(lse_n, (uint64_t)D, &o_n) || __builtin_add_overflow((lse_n + 3) / 4 * 4, o_n, &per) ||
         ingot_ad_mul(per, (uint64_t)B * (uint64_t)Hkv, &ws) || ingot_ad_mul(ws, 4u, &ws))
-      return ingot_ad_error(err, err_size, "plan: workspace size overflows 64 bits");
+      return ingot_dispatch_refuse(err, err_size, "plan: workspace size overflows 64 bits");
   }
   const uint32_t threads = (uint32_t)(m->waves * caps->wave_size);
   const uint32_t merge_threads = (uint32_t)(INGOT_AD_MERGE_WAVES * caps->wave_size);
