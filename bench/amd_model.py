@@ -21,16 +21,22 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "generator"))
+from ingot.archs import AMD_CU, ARCHS  # noqa: E402
 from ingot.codeobj import loop_pipeline, split_body  # noqa: E402
 
 OBJDUMP = shutil.which("llvm-objdump-22") or shutil.which("llvm-objdump")
 
-# Public figures (vendor datasheets): MI300X (gfx942) 5.3 TB/s over 304 CUs;
-# MI355X (gfx950) 8.0 TB/s over 256 CUs. Loaded HBM latency taken as 1-2 us.
-MACHINES = {"gfx942": ("MI300X", 5.3e12, 304), "gfx950": ("MI355X", 8.0e12, 256)}
+# Public figures (vendor datasheets): MI300X (gfx942) 5.3 TB/s, MI355X (gfx950)
+# 8.0 TB/s; their CU counts, LDS and the CU's resources are the arch table's
+# (generator/ingot/archs.py, which the runtime's occupancy model reads too).
+# Loaded HBM latency taken as 1-2 us.
+MACHINES = {a: (name, bw, ARCHS[a].compute_units) for a, name, bw in (("gfx942", "MI300X", 5.3e12),
+                                                                      ("gfx950", "MI355X", 8.0e12))}
 LATENCY_S = (1e-6, 2e-6)
-LDS_BYTES = {"gfx942": 65536, "gfx950": 163840}
-SIMDS, VGPRS_PER_LANE, VGPR_GRANULE, MAX_WAVES_PER_SIMD, WAVE = 4, 512, 8, 8, 64
+LDS_BYTES = {a: ARCHS[a].max_lds_bytes for a in MACHINES}
+SIMDS, VGPRS_PER_LANE, VGPR_GRANULE, MAX_WAVES_PER_SIMD = (AMD_CU[k][0] for k in ("simds", "vgprs", "vgpr_unit",
+                                                                                   "waves_per_simd"))
+WAVE = ARCHS["gfx942"].wave_size
 
 
 def chunk_loads(m):

@@ -6,6 +6,8 @@
 #ifndef INGOT_AD_PARAMS_H
 #define INGOT_AD_PARAMS_H
 
+#include "ingot_attention_decode_limits.h"
+
 #define INGOT_AD_PARAMS                                                                       \
   const void *__restrict__ q, const void *__restrict__ k, const void *__restrict__ v,         \
       void *__restrict__ o, float *__restrict__ lse, const int *__restrict__ seq_lens,        \
@@ -24,11 +26,14 @@
 
 namespace ingot {
 
-// kFlagTopLeft: causal with the mask aligned top-left (query i sees keys <= i)
-// instead of bottom-right (keys < L - Sq + 1 + i).
-// (bit 2 marks a balanced plan, bits 3..11 and 16..30 hold its fill and batch:
-// ingot_attention_decode_balance.h)
-enum { kFlagCausal = 1, kFlagWriteLse = 2, kFlagTopLeft = 1 << 12 };  // INGOT_AD_FLAG_TOP_LEFT
+// The flags kernarg (ingot_abi.h, INGOT_AD_FLAG_*). kFlagTopLeft: causal with the
+// mask aligned top-left (query i sees keys <= i) instead of bottom-right (keys
+// < L - Sq + 1 + i). A balanced plan's own bits: ingot_attention_decode_balance.h.
+enum {
+  kFlagCausal = INGOT_AD_FLAG_CAUSAL,
+  kFlagWriteLse = INGOT_AD_FLAG_WRITE_LSE,
+  kFlagTopLeft = INGOT_AD_FLAG_TOP_LEFT,
+};
 
 }  // namespace ingot
 

@@ -74,7 +74,7 @@ struct DecodeTraits {
   static constexpr int kLoads = kChunk / kTokensPerLoad;       // loads of K (and V) per lane
   static constexpr int kTile = kChunk * WAVES_;                // tokens per workgroup per step
   static constexpr int kPartials = kLoads * kRows;             // q.k partials per lane
-  static constexpr int kMaxSplits = 256;                       // the plan never asks for more
+  static constexpr int kMaxSplits = INGOT_AD_MAX_SPLITS;       // the plan never asks for more
   static constexpr int kMergeCols = INGOT_AD_MERGE_COLS(HEAD_DIM_);  // the wide merge's columns per workgroup
   static_assert(HEAD_DIM_ % 16 == 0 && kLanesPerToken <= kWaveSize, "head dim: a multiple of 16");
   static_assert(kChunk % kTokensPerLoad == 0 && kLoads >= 1, "tokens per wave");

@@ -22,6 +22,8 @@
 #ifndef INGOT_ATTENTION_DECODE_BALANCE_H
 #define INGOT_ATTENTION_DECODE_BALANCE_H
 
+#include "ingot_abi.h" /* the flag fields of a balanced plan: INGOT_AD_FLAG_* */
+
 #if defined(__AMDGCN__) || defined(__CUDACC__)
 #if defined(__CUDACC__)
 #define INGOT_AD_BAL_FN __host__ __device__ __forceinline__
@@ -41,11 +43,10 @@
  * traffic grows as B^2 (about 42 MB at 1024, Hkv 8, 256 units). The arithmetic
  * below holds to 4096 sequences of 2^31 tokens (the host tests run it there). */
 #define INGOT_AD_BALANCED_MAX_BATCH 1024
-/* flags: bit 2 marks a balanced plan (whose launches are the balanced_split and
- * balanced_merge entry points); bits 16..30 hold the batch B (the split grid of
- * a balanced plan has no batch dimension). */
-#define INGOT_AD_FLAG_BALANCED 4
-#define INGOT_AD_FLAG_BATCH_SHIFT 16
+/* flags: INGOT_AD_FLAG_BALANCED marks a balanced plan (whose launches are the
+ * balanced_split and balanced_merge entry points); the field at
+ * INGOT_AD_FLAG_BATCH_SHIFT holds the batch B (the split grid of a balanced
+ * plan has no batch dimension), the one at INGOT_AD_FLAG_FILL_SHIFT its fill. */
 
 /* Tiles of a sequence of raw device length len: clamped to [0, capacity]
  * (capacity + tile - 1 < 2^31, the plan's bound: 32-bit arithmetic). */
@@ -79,10 +80,8 @@ INGOT_AD_BAL_FN int ingot_ad_bal_clamp(int len, int capacity) {
 /* A share holds at most about this many tiles unless every unit is active
  * (the shipped policy's max_tiles_per_split: 4096 tokens of the seed tile). */
 #define INGOT_AD_BALANCED_SHARE_TILES 64
-/* flags bits 3..11: `fill`, the units that make one round of resident
- * workgroups (1..units, from the plan). */
-#define INGOT_AD_FLAG_FILL_SHIFT 3
-#define INGOT_AD_FLAG_FILL_MASK 0x1ff
+/* The flags' `fill` (INGOT_AD_FLAG_FILL_*): the units that make one round of
+ * resident workgroups (1..units, from the plan). */
 
 /* Units with a share, decided on the device from the batch's tiles: enough
  * for a full round of workgroups (fill) or for shares of at most

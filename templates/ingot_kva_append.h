@@ -21,6 +21,7 @@
 #ifndef INGOT_KVA_APPEND_H
 #define INGOT_KVA_APPEND_H
 
+#include "ingot_abi.h"
 #include "ingot_arch.h"
 #include "ingot_dtype.h"
 
@@ -57,7 +58,7 @@ struct AppendTraits {
   static constexpr int kElementBytes = 2;
   static constexpr int kVectorElements = 16 / kElementBytes;  // a 16-byte vector: 8 elements
   static_assert(DT == kBF16 || DT == kFP16, "dtype");
-  static_assert(Threads >= 1 && Threads <= 1024, "threads per workgroup");
+  static_assert(Threads >= 1 && Threads <= INGOT_KVA_MAX_THREADS, "threads per workgroup");
 };
 
 // Where token position pos (0 <= pos < capacity) of sequence b lives in a

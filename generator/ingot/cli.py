@@ -199,6 +199,14 @@ def cmd_build(args):
                       dispatch_library=not args.no_dispatch_library)
 
 
+def cmd_abi(args):
+    from ingot import abi
+
+    code, msg = abi.write_or_check(args.out or abi.header_path(), args.check)
+    print(msg, file=sys.stderr if code else sys.stdout)
+    return EXIT_DRIFT if code else EXIT_OK
+
+
 def cmd_census(args):
     from ingot.package import print_census
 
@@ -251,6 +259,11 @@ def main(argv=None):
     s = sub.add_parser("census", help="print registers, spills, scratch, LDS and code size per kernel")
     s.add_argument("packs", nargs="+", help="packaged pack folders")
     s.set_defaults(fn=cmd_census)
+    s = sub.add_parser("abi", help="write (or --check) templates/ingot_abi.h, the arch and family constants "
+                       "C and device code share with the generator")
+    s.add_argument("--check", action="store_true", help="write nothing; exit 1 when the header is not current")
+    s.add_argument("--out", default=None, help="the header to write or check (default: the template folder's)")
+    s.set_defaults(fn=cmd_abi)
     args = p.parse_args(argv)
     try:
         return args.fn(args)

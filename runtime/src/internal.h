@@ -237,12 +237,16 @@ int ingot_arch_wave_size(const char *arch); /* 32 sm_*, 64 gfx* and sm_*_w64, 0 
  * two warps, templates/ingot_arch.h INGOT_EMULATE_WAVE64); else 0. */
 int ingot_arch_runs_on(const char *arch, const char *device);
 /* Compute units (CUs, SMs) of the arch's product, what a host context plans
- * for: gfx942 304 (MI300X), gfx950 256 (MI355X), sm_90 132 (H200); an arch
- * outside the table (or NULL) gets 132. A device context has its device's. */
+ * for: the arch table's (ingot_abi.h, generated from generator/ingot/archs.py:
+ * gfx942 304 MI300X, gfx950 256 MI355X, sm_90 132 H200); an arch outside it
+ * (or NULL) gets INGOT_DEFAULT_COMPUTE_UNITS. A device context has its device's. */
 int ingot_arch_compute_units(const char *arch);
+/* Static LDS per workgroup: the arch table's; outside it 48 KiB for sm_*, 64 KiB
+ * for gfx*, else 0. */
 size_t ingot_arch_max_lds(const char *arch);
 /* The most LDS one workgroup may take at launch (NVIDIA: with the function's
- * opt-in attribute; AMD: the arch's LDS); 0 for an unknown arch. */
+ * opt-in attribute; AMD: the arch's LDS): the arch table's; outside it the
+ * static limit above. */
 size_t ingot_arch_max_dynamic_lds(const char *arch);
 int ingot_blocks_per_cu(const char *arch, const ingot_code_object *obj, int waves, int wave_size);
 

@@ -23,6 +23,7 @@
 #include <openssl/evp.h>
 
 #include "elf_symbols.h"
+#include "ingot_abi.h"
 #include "internal.h"
 
 enum doc_kind { DOC_KDP, DOC_UED, DOC_KMD, DOC_UDD, DOC_UMD, DOC_KERNEL, NUM_DOC_KINDS };
@@ -798,10 +799,15 @@ static int relative_path_ok(const char *p) {
 }
 
 /* The HSA code object version of an AMDGPU ELF from its header (EI_OSABI 64,
- * EI_ABIVERSION 2, 3, 4 = v4, v5, v6); -1 for anything else. */
+ * EI_ABIVERSION as ingot_abi.h's INGOT_AMD_ABI_VERSIONS maps it: 2, 3, 4 = v4,
+ * v5, v6); -1 for anything else. */
 static int amd_code_object_version(const unsigned char *bytes, size_t size) {
   if (size < 16 || bytes[7] != 64 /* ELFOSABI_AMDGPU_HSA */) return -1;
-  return bytes[8] >= 2 && bytes[8] <= 4 ? bytes[8] + 2 : -1;
+#define INGOT_ABI_CASE(abi, version) \
+  if (bytes[8] == (abi)) return (version);
+  INGOT_AMD_ABI_VERSIONS(INGOT_ABI_CASE)
+#undef INGOT_ABI_CASE
+  return -1;
 }
 
 static int check_object(loader *L, const char *file, const char *opath, json_t *o, ingot_pack *pack,

@@ -11,33 +11,37 @@
 
 #include <openssl/evp.h>
 
+#include "ingot_abi.h"
 #include "internal.h"
 
 /* Split workgroups of one kernel that fit on a CU at once, from its registers
  * and LDS: the register file and LDS of the arch, their allocation
- * granularity, and the thread limit. 0 when the resources are unknown. */
+ * granularity, and the thread limit (ingot_abi.h, INGOT_NV_* and INGOT_AMD_*).
+ * 0 when the resources are unknown. */
 int ingot_blocks_per_cu(const char *arch, const ingot_code_object *obj, int waves, int wave_size) {
   if (obj->split_registers <= 0 || waves <= 0 || wave_size <= 0) return 0;
   /* static and dynamic LDS of the split (entry point 0) */
   const int lds = obj->split_lds + (int)obj->dynamic_lds[0];
   int blocks;
   if (strncmp(arch, "sm_", 3) == 0) {
-    /* 64K registers per SM, allocated per warp in units of 256; 2048 threads; 32 blocks;
-     * 228 KiB of shared memory, 1 KiB of it reserved per block. */
-    const int per_warp = (obj->split_registers * 32 + 255) / 256 * 256;
+    /* Registers allocated per warp in units; resident threads and blocks;
+     * shared memory less what the system reserves per block (ingot_abi.h). */
+    const int unit = INGOT_NV_REGISTER_UNIT;
+    const int per_warp = (obj->split_registers * 32 + unit - 1) / unit * unit;
     const int warps = waves * wave_size / 32; /* an emulated 64-lane wave (sm_*_w64) is two warps */
-    blocks = 65536 / per_warp / (warps > 0 ? warps : 1);
-    const int by_threads = 2048 / (waves * wave_size);
+    blocks = INGOT_NV_REGISTERS / per_warp / (warps > 0 ? warps : 1);
+    const int by_threads = INGOT_NV_THREADS / (waves * wave_size);
     if (by_threads < blocks) blocks = by_threads;
-    if (lds > 0 && 233472 / (lds + 1024) < blocks) blocks = 233472 / (lds + 1024);
-    if (blocks > 32) blocks = 32;
+    const int per_block = lds + INGOT_NV_BLOCK_RESERVED_SHARED;
+    if (lds > 0 && INGOT_NV_SHARED / per_block < blocks) blocks = INGOT_NV_SHARED / per_block;
+    if (blocks > INGOT_NV_BLOCKS) blocks = INGOT_NV_BLOCKS;
   } else {
-    /* CDNA3: 4 SIMDs per CU, 512 VGPRs (with AGPRs) per lane in units of 8, up to
-     * 8 waves per SIMD; LDS as the arch allows. */
-    const int vgprs = (obj->split_registers + 7) / 8 * 8;
-    int per_simd = 512 / vgprs;
-    if (per_simd > 8) per_simd = 8;
-    blocks = 4 * per_simd / waves;
+    /* CDNA3: SIMDs per CU, VGPRs (with AGPRs) per lane in units, resident waves
+     * per SIMD (ingot_abi.h); LDS as the arch allows. */
+    const int vgprs = (obj->split_registers + INGOT_AMD_VGPR_UNIT - 1) / INGOT_AMD_VGPR_UNIT * INGOT_AMD_VGPR_UNIT;
+    int per_simd = INGOT_AMD_VGPRS / vgprs;
+    if (per_simd > INGOT_AMD_WAVES_PER_SIMD) per_simd = INGOT_AMD_WAVES_PER_SIMD;
+    blocks = INGOT_AMD_SIMDS * per_simd / waves;
     const size_t max = ingot_arch_max_lds(arch);
     if (lds > 0 && (int)(max / (size_t)lds) < blocks) blocks = (int)(max / (size_t)lds);
   }

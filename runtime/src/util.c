@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ingot_abi.h"
 #include "internal.h"
 
 #define INGOT_STR2(x) #x
@@ -80,14 +81,35 @@ void ingot_strbuf_free(ingot_strbuf *sb) {
 
 const char *ingot_strbuf_str(const ingot_strbuf *sb) { return sb->data ? sb->data : ""; }
 
-/* The suffix of an NVIDIA arch whose kernels run a 64-lane logical wave (two warps). */
-static const char kEmulatedWave64[] = "_w64";
+/* The arch table (ingot_abi.h, generated from generator/ingot/archs.py). */
+typedef struct arch_facts {
+  const char *name;
+  int vendor, wave_size, compute_units;
+  size_t max_lds, max_dynamic_lds;
+} arch_facts;
+
+#define INGOT_ARCH_ROW(name, vendor, wave, cus, lds, dynamic_lds, registers, co_version) \
+  {name, vendor, wave, cus, lds, dynamic_lds},
+static const arch_facts kArchs[] = {INGOT_ARCH_TABLE(INGOT_ARCH_ROW)};
+#undef INGOT_ARCH_ROW
 
 static int emulates_wave64(const char *arch) {
-  const size_t n = strlen(arch), m = sizeof kEmulatedWave64 - 1;
-  return strncmp(arch, "sm_", 3) == 0 && n > 3 + m && strcmp(arch + n - m, kEmulatedWave64) == 0;
+  const size_t n = strlen(arch), m = sizeof INGOT_EMULATED_WAVE64_SUFFIX - 1;
+  return strncmp(arch, "sm_", 3) == 0 && n > 3 + m && strcmp(arch + n - m, INGOT_EMULATED_WAVE64_SUFFIX) == 0;
 }
 
+/* The table's row of arch, or of the device an emulating test arch runs on
+ * ("sm_90_w64": sm_90's); NULL outside the table. */
+static const arch_facts *facts_of(const char *arch) {
+  if (arch == NULL) return NULL;
+  size_t n = strlen(arch);
+  if (emulates_wave64(arch)) n -= sizeof INGOT_EMULATED_WAVE64_SUFFIX - 1;
+  for (size_t i = 0; i < sizeof kArchs / sizeof kArchs[0]; ++i)
+    if (strlen(kArchs[i].name) == n && strncmp(arch, kArchs[i].name, n) == 0) return &kArchs[i];
+  return NULL;
+}
+
+/* An arch outside the table is judged by its vendor's prefix. */
 int ingot_arch_wave_size(const char *arch) {
   if (arch == NULL) return 0;
   if (strncmp(arch, "sm_", 3) == 0) return emulates_wave64(arch) ? 64 : 32;
@@ -100,39 +122,30 @@ int ingot_arch_runs_on(const char *arch, const char *device) {
   if (strcmp(arch, device) == 0) return 1;
   const size_t n = strlen(device);
   return !emulates_wave64(device) && emulates_wave64(arch) && strncmp(arch, device, n) == 0 &&
-         strcmp(arch + n, kEmulatedWave64) == 0;
+         strcmp(arch + n, INGOT_EMULATED_WAVE64_SUFFIX) == 0;
 }
 
 int ingot_arch_compute_units(const char *arch) {
-  static const struct {
-    const char *arch;
-    int units;
-  } table[] = {{"gfx942", 304}, {"gfx950", 256}, {"sm_90", 132}};
-  for (size_t i = 0; arch != NULL && i < sizeof table / sizeof table[0]; ++i)
-    if (strcmp(arch, table[i].arch) == 0) return table[i].units;
-  return 132; /* unknown: the H200's count, the one GPU this project measures on */
+  const arch_facts *f = facts_of(arch);
+  return f ? f->compute_units : INGOT_DEFAULT_COMPUTE_UNITS;
 }
 
-/* Static LDS a workgroup may hold (the kernels use static LDS only). */
+/* Static LDS a workgroup may hold (the kernels use static LDS only): the
+ * table's, else the least of the vendor's (48 KiB on every sm_*, 64 KiB on
+ * CDNA). An emulating arch has its device's: its exchange slots are part of
+ * each kernel's own static LDS. */
 size_t ingot_arch_max_lds(const char *arch) {
+  const arch_facts *f = facts_of(arch);
+  if (f) return f->max_lds;
   if (arch == NULL) return 0;
   if (strncmp(arch, "sm_", 3) == 0) return 48u * 1024u;
-  if (strcmp(arch, "gfx950") == 0) return 160u * 1024u;
   if (strncmp(arch, "gfx", 3) == 0) return 64u * 1024u;
   return 0;
 }
 
 size_t ingot_arch_max_dynamic_lds(const char *arch) {
-  if (arch == NULL) return 0;
-  if (strncmp(arch, "sm_", 3) == 0) {
-    /* The CUDA programming guide's per-block opt-in maxima by compute capability. */
-    const int cc = atoi(arch + 3);
-    if (cc == 90 || cc == 100 || cc == 103) return 227u * 1024u;
-    if (cc == 80 || cc == 87) return 163u * 1024u;
-    if (cc == 86 || cc == 89 || cc == 120) return 99u * 1024u;
-    return 48u * 1024u; /* unknown: the static limit every sm_* has */
-  }
-  return ingot_arch_max_lds(arch);
+  const arch_facts *f = facts_of(arch);
+  return f ? f->max_dynamic_lds : ingot_arch_max_lds(arch);
 }
 
 /* The JSON type of a value as an error message names it ("missing" for NULL). */

@@ -102,8 +102,8 @@ class DescriptorTest(unittest.TestCase):
         self.assertEqual(udd["entry_points"], ["split", "merge", "balanced_split", "balanced_merge"])
 
     def test_the_dispatch_stub_launches_the_entry_points_by_the_udds_order(self):
-        # The planner names launches by index (INGOT_AD_ENTRY_*): the UDD's order.
-        with open(os.path.join(REPO, "templates", "ingot_attention_decode_limits.h"), encoding="utf-8") as f:
+        # The planner names launches by index (INGOT_AD_ENTRY_*, ingot_abi.h): the UDD's order.
+        with open(os.path.join(REPO, "templates", "ingot_abi.h"), encoding="utf-8") as f:
             defines = dict(re.findall(r"#define INGOT_AD_ENTRY_(\w+) (\d+)", f.read()))
         udd = self.packs["attention_decode"][1]["attention_decode.udd.json"]
         self.assertEqual({name.lower(): int(i) for name, i in defines.items()},

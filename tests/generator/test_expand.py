@@ -299,16 +299,23 @@ class ExpansionRuleTest(unittest.TestCase):
             "past the capacity (allowed: at most 2147483135 = 2^31 - 1 - 8 x 64)"])
 
     def test_token_index_tiles_match_the_plan(self):
-        # The generator's bound and the plan's refusal are one number (the planner header's).
-        with open(os.path.join(os.path.dirname(MAIN_CONFIG), "..", "runtime", "src", "families",
-                               "attention_decode", "ingot_attention_decode_plan.h"), encoding="utf-8") as f:
+        # The generator's bound and the plan's refusal are one number (ingot_abi.h, which the
+        # planner includes and uses in its refusals).
+        with open(os.path.join(os.path.dirname(MAIN_CONFIG), "..", "templates", "ingot_abi.h"),
+                  encoding="utf-8") as f:
             header = f.read()
         m = re.search(r"#define INGOT_AD_TOKEN_INDEX_TILES (\d+)", header)
         self.assertIsNotNone(m)
         self.assertEqual(int(m.group(1)), ad.TOKEN_INDEX_TILES)
-        m = re.search(r"Hkv > (\d+)", header)
+        m = re.search(r"#define INGOT_AD_MAX_KV_HEADS (\d+)", header)
         self.assertEqual(int(m.group(1)), ad.MAX_KV_HEADS)
-        m = re.search(r"B > (\d+)", header)
+        with open(os.path.join(os.path.dirname(MAIN_CONFIG), "..", "runtime", "src", "families",
+                               "attention_decode", "ingot_attention_decode_plan.h"), encoding="utf-8") as f:
+            planner = f.read()
+        self.assertIn("Hkv > INGOT_AD_MAX_KV_HEADS", planner)
+        self.assertIn("INGOT_AD_TOKEN_INDEX_TILES", planner)
+        self.assertIn("B > INGOT_AD_MAX_BATCH", planner)
+        m = re.search(r"#define INGOT_AD_MAX_BATCH (\d+)", header)
         self.assertEqual(int(m.group(1)), ad.MAX_BATCH)
 
     def test_variant_knobs_override_the_pack_knobs(self):

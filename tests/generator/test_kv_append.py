@@ -17,7 +17,7 @@ from ingot.families import kv_append
 from ingot.load import load_text
 
 CONFIG = os.path.join(REPO, "configs", "kv_append.yaml")
-PLAN_H = os.path.join(REPO, "runtime", "src", "families", "kv_append", "ingot_kv_append_plan.h")
+ABI_H = os.path.join(REPO, "templates", "ingot_abi.h")  # the constants the planner takes from the module
 
 
 def load(text):
@@ -78,7 +78,7 @@ class ShippedConfigTest(unittest.TestCase):
 
 class SharedBoundsTest(unittest.TestCase):
     def test_planner_and_module_agree(self):
-        with open(PLAN_H, encoding="utf-8") as f:
+        with open(ABI_H, encoding="utf-8") as f:
             text = f.read()
         defines = {m.group(1): int(m.group(2)) for m in re.finditer(r"#define INGOT_KVA_(\w+) (\d+)", text)}
         self.assertEqual(defines["HEAD_DIM_STEP"], kv_append.HEAD_DIM_STEP)

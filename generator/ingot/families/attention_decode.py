@@ -6,7 +6,7 @@ interface: ingot/families/__init__.py and family.py)."""
 
 from dataclasses import dataclass
 
-from ingot.families.family import Family
+from ingot.families.family import Const, Family
 from ingot.schema import Bool, Int, List, Map, Range, Str
 
 NAME = "attention_decode"
@@ -32,6 +32,12 @@ TOKEN_INDEX_TILES = 8
 # refuses more (runtime/src/families/attention_decode/ingot_attention_decode_plan.h).
 MAX_KV_HEADS = 65535
 MAX_BATCH = 65535
+MAX_SQ = 8  # query tokens per sequence (speculative decode)
+HEAD_DIM_STEP = 16  # head dims are multiples of it (HEAD_DIMS)
+MAX_PAGE_SIZE = 1 << 20  # tokens per KV page
+MAX_BLOCK_THREADS = 1024  # waves x wave size of one workgroup, on every arch
+MERGE_WAVES = 4  # the merge kernel's waves per workgroup, whatever the split's
+MAX_TILES_PER_SPLIT = 1 << 20  # the split policy's bound on a segment's tiles
 ELEMENT_BYTES = 2
 
 AXES = {
@@ -39,7 +45,7 @@ AXES = {
     "head_dim": Int(1, 4096),
     "group": Int(1, MAX_GROUP),
     "kv_layout": Str(choices=list(KV_LAYOUTS)),
-    "max_sq": Int(1, 8),
+    "max_sq": Int(1, MAX_SQ),
 }
 AXIS_DEFAULTS = {"max_sq": [1]}  # a variant without max_sq makes one-query kernels
 
@@ -76,7 +82,7 @@ ADMIT = Map({
     "batch": (Range(1, MAX_BATCH), True, None),
     "seq_q": (Range(1, 8), False, None),
     "capacity": (Range(1, KERNEL_MAX_CAPACITY), True, None),
-    "page_sizes": (List(Int(1, 1 << 20), unique=True), False, None),
+    "page_sizes": (List(Int(1, MAX_PAGE_SIZE), unique=True), False, None),
     "masks": (List(Str(choices=list(MASKS)), unique=True), True, None),
     "lse": (Bool(), False, False),
 })
@@ -84,7 +90,7 @@ ADMIT = Map({
 SPLIT = Map({
     "ctas_per_cu": (Int(1, 64), False, 2),
     "min_tiles_per_split": (Int(1, 1 << 16), False, 1),
-    "max_tiles_per_split": (Int(1, 1 << 20), False, 64),
+    "max_tiles_per_split": (Int(1, MAX_TILES_PER_SPLIT), False, 64),
     # the share of the resident workgroups whose loads keep DRAM busy (the split
     # count's time model: fewer run latency-bound)
     "saturating_percent": (Int(1, 100), False, 60),
@@ -313,7 +319,7 @@ class Instance:
         """Static LDS of the split kernel (when not dynamic) or of the merge kernel
         (MergeShared, ingot_ad_merge.h), the larger."""
         split = 0 if self.dynamic_lds(arch) else self.split_lds_bytes(arch)
-        merge = 4 * (MAX_SPLITS + 1 + 4 * arch.wave_size // 8 * 32)  # MergeShared: 4 waves
+        merge = 4 * (MAX_SPLITS + 1 + MERGE_WAVES * arch.wave_size // 8 * 32)  # MergeShared
         return max(split, merge)
 
 
@@ -522,6 +528,34 @@ def dispatch_context(pack):
     return {"split": dict(pack.setting("split")), "kernel_max_splits": MAX_SPLITS}
 
 
+# The constants the kernels (templates/ingot_ad_*.h), the planner
+# (runtime/src/families/attention_decode/) and this module share: templates/ingot_abi.h.
+# flags (a kernarg): bits 0, 1 and 12 are the graph's, the others a balanced plan's.
+FLAG_BALANCED, FLAG_FILL_SHIFT, FLAG_FILL_MASK, FLAG_BATCH_SHIFT = 4, 3, 0x1ff, 16
+ABI = (
+    Const("INGOT_AD_MAX_SPLITS", MAX_SPLITS, "KV segments of one (sequence, KV head) the merge takes"),
+    Const("INGOT_AD_MAX_ROWS", MAX_ROWS, "(query head, query token) rows one workgroup holds"),
+    Const("INGOT_AD_MAX_SQ", MAX_SQ, "query tokens per sequence"),
+    Const("INGOT_AD_HEAD_DIM_STEP", HEAD_DIM_STEP, "head dims are multiples of it"),
+    Const("INGOT_AD_MAX_PAGE_SIZE", MAX_PAGE_SIZE, "tokens per KV page"),
+    Const("INGOT_AD_MAX_BLOCK_THREADS", MAX_BLOCK_THREADS, "waves x wave size of one workgroup"),
+    Const("INGOT_AD_MAX_GROUP", MAX_GROUP, "Hq / Hkv (row blocks of a KV head are grid x)"),
+    Const("INGOT_AD_MAX_KV_HEADS", MAX_KV_HEADS, "Hkv (grid y)"),
+    Const("INGOT_AD_MAX_BATCH", MAX_BATCH, "B (grid z)"),
+    Const("INGOT_AD_TOKEN_INDEX_TILES", TOKEN_INDEX_TILES, "tiles past the capacity the int32 token indices "
+          "run (the ring copies up to 8 stages ahead): the plan refuses capacity + this many tiles >= 2^31"),
+    Const("INGOT_AD_MAX_TILES_PER_SPLIT", MAX_TILES_PER_SPLIT, "the split policy's max_tiles_per_split"),
+    Const("INGOT_AD_MERGE_WAVES", MERGE_WAVES, "the merge kernel's waves per workgroup"),
+    Const("INGOT_AD_FLAG_CAUSAL", 1, "flags bit 0: causal mask"),
+    Const("INGOT_AD_FLAG_WRITE_LSE", 2, "flags bit 1: write the log-sum-exp"),
+    Const("INGOT_AD_FLAG_BALANCED", FLAG_BALANCED, "flags bit 2: a balanced plan (ragged batches)"),
+    Const("INGOT_AD_FLAG_FILL_SHIFT", FLAG_FILL_SHIFT, "flags bits 3..11: a balanced plan's fill"),
+    Const("INGOT_AD_FLAG_FILL_MASK", FLAG_FILL_MASK, "the fill field, shifted down", hex=True),
+    Const("INGOT_AD_FLAG_TOP_LEFT", 1 << 12, "flags bit 12: causal aligned top-left (query i sees keys <= i)"),
+    Const("INGOT_AD_FLAG_BATCH_SHIFT", FLAG_BATCH_SHIFT, "flags bits 16..30: a balanced plan's batch B"),
+) + tuple(Const(f"INGOT_AD_ENTRY_{e.upper()}", i, f"launch entry: the UDD's entry_points[{i}], {e}")
+          for i, e in enumerate(ENTRY_POINTS))
+
 FAMILY = Family(
     name=NAME, axes=AXES, axis_defaults=AXIS_DEFAULTS, knobs=KNOBS, optional_knobs=OPTIONAL_KNOBS,
     admit=ADMIT, pack_keys=PACK_KEYS,
@@ -533,4 +567,5 @@ FAMILY = Family(
     dispatch_source_template="attention_decode_dispatch.c.j2",
     dispatch_header_template="attention_decode_dispatch.h.j2",
     kernarg_expr=KERNARG_EXPR, kernel_context=kernel_context, dispatch_context=dispatch_context,
+    abi=ABI,
 )

@@ -6,6 +6,16 @@ from typing import Callable
 
 
 @dataclass(frozen=True)
+class Const:
+    """One ABI constant of a family (Family.abi): a C macro of ingot_abi.h."""
+
+    name: str
+    value: int
+    doc: str
+    hex: bool = False  # a mask: written in hex
+
+
+@dataclass(frozen=True)
 class Family:
     """Everything the core knows of a family. Hooks take the family's own
     instances and the core's objects (config.Variant, config.Pack, an
@@ -52,6 +62,10 @@ class Family:
     kernarg_expr: dict
     kernel_context: Callable
     dispatch_context: Callable
+    # ABI: the constants the family's kernels, its planner and this module
+    # must agree on, as Const rows; written once, into the generated
+    # templates/ingot_abi.h (abi.py), which the C and device code include.
+    abi: tuple = ()
 
     def signature(self):
         """The kernargs with their offsets, each aligned to its size (the C ABI

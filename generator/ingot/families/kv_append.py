@@ -12,7 +12,7 @@ arguments, admitted by ranges."""
 
 from dataclasses import dataclass
 
-from ingot.families.family import Family
+from ingot.families.family import Const, Family
 from ingot.schema import Int, Map, Range, Str
 
 NAME = "kv_append"
@@ -248,6 +248,14 @@ def dispatch_context(pack):
     return {}
 
 
+# The constants its kernel, its planner and this module share: templates/ingot_abi.h.
+ABI = (
+    Const("INGOT_KVA_HEAD_DIM_STEP", HEAD_DIM_STEP, "a row moves as 16-byte vectors of 8 elements"),
+    Const("INGOT_KVA_MAX_HEAD_DIM", MAX_HEAD_DIM, "elements per row of K or V"),
+    Const("INGOT_KVA_MAX_THREADS", MAX_THREADS, "threads per workgroup"),
+) + tuple(Const(f"INGOT_KVA_ENTRY_{e.upper()}", i, f"launch entry: the UDD's entry_points[{i}], {e}")
+          for i, e in enumerate(ENTRY_POINTS))
+
 FAMILY = Family(
     name=NAME, axes=AXES, axis_defaults=AXIS_DEFAULTS, knobs=KNOBS, optional_knobs=OPTIONAL_KNOBS,
     admit=ADMIT, pack_keys=PACK_KEYS,
@@ -258,5 +266,5 @@ FAMILY = Family(
     kernel_template="kv_append.hip.j2",
     dispatch_source_template="kv_append_dispatch.c.j2",
     dispatch_header_template="kv_append_dispatch.h.j2",
-    kernarg_expr=KERNARG_EXPR, kernel_context=kernel_context, dispatch_context=dispatch_context,
+    abi=ABI, kernarg_expr=KERNARG_EXPR, kernel_context=kernel_context, dispatch_context=dispatch_context,
 )

@@ -13,21 +13,17 @@
 #include "ingot_attention_decode_balance.h"
 #include "ingot_attention_decode_limits.h"
 
-/* Bounds the plan enforces on every kernel; the pack loader refuses metadata
- * outside them at open (runtime/src/pack_loader.c), since no plan could pass. */
-#define INGOT_AD_MAX_BLOCK_THREADS 1024   /* waves x wave size of one workgroup */
-#define INGOT_AD_MAX_PAGE_SIZE (1 << 20)  /* tokens per KV page */
-#define INGOT_AD_HEAD_DIM_STEP 16         /* head dims are multiples of it */
-#define INGOT_AD_MAX_ROWS 8               /* (query head, query token) rows per workgroup */
-#define INGOT_AD_MAX_SQ 8                 /* query tokens per sequence */
-/* The kernels' token indices (segment ends, a chunk's first token, the tokens
- * a wave loads ahead) are int32 and run up to this many tiles (waves x
- * tokens_per_wave) past the capacity: one in the length's round-up, two in the
- * register pipeline's next chunk, stages - 1 in the shared-memory ring's
- * copies ahead (stages <= 8). Capacities up to 2^31 - 1 less that many tiles
- * stay inside int32 (templates/ingot_attention_decode.h: segment, the split
+/* The bounds the plan enforces on every kernel (INGOT_AD_MAX_BLOCK_THREADS,
+ * _MAX_PAGE_SIZE, _HEAD_DIM_STEP, _MAX_ROWS, _MAX_SQ, _MAX_GROUP, _MAX_KV_HEADS,
+ * _MAX_BATCH) are the generator's, in ingot_abi.h (through the limits header);
+ * the pack loader refuses metadata outside them at open (ad_family.c), since no
+ * plan could pass. INGOT_AD_TOKEN_INDEX_TILES: the kernels' token indices
+ * (segment ends, a chunk's first token, the tokens a wave loads ahead) are
+ * int32 and run up to that many tiles (waves x tokens_per_wave) past the
+ * capacity: one in the length's round-up, two in the register pipeline's next
+ * chunk, stages - 1 in the shared-memory ring's copies ahead (stages <= 8).
+ * Capacities up to 2^31 - 1 less that many tiles stay inside int32 (the split
  * loops, ChunkPages); every offset built from them is int64. */
-#define INGOT_AD_TOKEN_INDEX_TILES 8
 
 /* Metadata of a kernel of the family, decoded from its KMD-typed metadata in
  * the KDP (runtime/src/families/attention_decode/ad_family.c). */
@@ -211,7 +207,8 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   memset(out, 0, sizeof *out);
   if (!pol || !m || !g || !caps) return ingot_dispatch_refuse(err, err_size, "plan: NULL argument");
   if (pol->ctas_per_cu < 1 || pol->min_tiles_per_split < 1 || pol->max_tiles_per_split < 1 ||
-      pol->max_tiles_per_split > (1 << 20) || pol->saturating_percent < 1 || pol->saturating_percent > 100 ||
+      pol->max_tiles_per_split > INGOT_AD_MAX_TILES_PER_SPLIT || pol->saturating_percent < 1 ||
+      pol->saturating_percent > 100 ||
       pol->saturating_cu_percent < 1 || pol->saturating_cu_percent > 100 || pol->kernel_max_splits < 1)
     return ingot_dispatch_refuse(err, err_size,
                           "plan: split policy out of range (ctas_per_cu %d, min_tiles_per_split %d, "
@@ -227,15 +224,15 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   if (D < INGOT_AD_HEAD_DIM_STEP || D != m->head_dim || D % INGOT_AD_HEAD_DIM_STEP)
     return ingot_dispatch_refuse(err, err_size, "plan: head dim %lld, kernel has %d", (long long)D, m->head_dim);
   /* Any group runs on the kernel's row tile (padded, or over several row blocks). */
-  if (Hkv < 1 || Hkv > 65535 || Hq < Hkv || Hq % Hkv != 0 || Hq / Hkv > 65535)
+  if (Hkv < 1 || Hkv > INGOT_AD_MAX_KV_HEADS || Hq < Hkv || Hq % Hkv != 0 || Hq / Hkv > INGOT_AD_MAX_GROUP)
     return ingot_dispatch_refuse(err, err_size,
-                          "plan: Hq %lld / Hkv %lld (allowed: Hkv in 1..65535, Hq a multiple of Hkv, at most "
-                          "65535 x Hkv)", (long long)Hq, (long long)Hkv);
+                          "plan: Hq %lld / Hkv %lld (allowed: Hkv in 1..%d, Hq a multiple of Hkv, at most "
+                          "%d x Hkv)", (long long)Hq, (long long)Hkv, INGOT_AD_MAX_KV_HEADS, INGOT_AD_MAX_GROUP);
   const int64_t group = Hq / Hkv;
   if (Sq < 1 || Sq > m->max_sq)
     return ingot_dispatch_refuse(err, err_size, "plan: Sq %lld outside the kernel's 1..%d", (long long)Sq, m->max_sq);
-  if (B < 1 || B > 65535)
-    return ingot_dispatch_refuse(err, err_size, "plan: batch %lld outside 1..65535", (long long)B);
+  if (B < 1 || B > INGOT_AD_MAX_BATCH)
+    return ingot_dispatch_refuse(err, err_size, "plan: batch %lld outside 1..%d", (long long)B, INGOT_AD_MAX_BATCH);
   if (paged != m->paged)
     return ingot_dispatch_refuse(err, err_size, "plan: KV layout differs from the kernel's");
   if (g->lse.rank != 0 && !m->lse)

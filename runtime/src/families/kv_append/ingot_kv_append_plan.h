@@ -17,17 +17,16 @@
 
 #include "dispatch.h"
 #include "ingot/kv_append.h"
+#include "ingot_abi.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Bounds every kernel of the family keeps (generator/ingot/families/kv_append.py
- * says the same: HEAD_DIM_STEP, MAX_HEAD_DIM, MAX_THREADS). */
-#define INGOT_KVA_HEAD_DIM_STEP 8   /* a row moves as 16-byte vectors of 8 elements */
-#define INGOT_KVA_MAX_HEAD_DIM 512
-#define INGOT_KVA_MAX_THREADS 1024  /* threads per workgroup */
-#define INGOT_KVA_ENTRY_APPEND 0    /* the UDD's entry_points[0] */
+/* Bounds every kernel of the family keeps (INGOT_KVA_HEAD_DIM_STEP,
+ * INGOT_KVA_MAX_HEAD_DIM, INGOT_KVA_MAX_THREADS) and the launch entry
+ * (INGOT_KVA_ENTRY_APPEND): generator/ingot/families/kv_append.py's, in the
+ * generated ingot_abi.h. */
 
 /* Metadata of a kernel of the family, decoded from its KMD-typed metadata in
  * the KDP (kv_append_family.c, meta_decode). */
