@@ -4,8 +4,8 @@
 #   bin/ingot                              the generator, run as `ingot` (a wrapper script)
 #   share/ingot/python/ingot/              the generator's Python package
 #   share/ingot/templates/                 templates and the hand-written kernel/dispatch headers
-#   share/ingot/configs/attention_decode.yaml
-#   share/ingot/packs/attention_decode/    the packaged pack (its dispatch stub is in libingot)
+#   share/ingot/configs/                   the shipped packs' configs (attention_decode.yaml, kv_append.yaml)
+#   share/ingot/packs/<pack>/              the packaged packs (their dispatch stubs are in libingot)
 #   lib/cmake/ingot/                       ingotConfig.cmake, ingotConfigVersion.cmake, the
 #                                          exported targets ingot::runtime and ingot::runtime_static,
 #                                          IngotPack.cmake (ingot_add_pack) and IngotTools.cmake
@@ -24,7 +24,8 @@ set(INGOT_INSTALL_DISPATCHDIR "${CMAKE_INSTALL_INCLUDEDIR}/ingot/dispatch")
 install(DIRECTORY "${INGOT_GENERATOR_DIR}/ingot" DESTINATION "${INGOT_INSTALL_DATADIR}/python"
         FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 install(DIRECTORY "${INGOT_TEMPLATE_DIR}/" DESTINATION "${INGOT_INSTALL_DATADIR}/templates")
-install(FILES "${PROJECT_SOURCE_DIR}/configs/attention_decode.yaml" DESTINATION "${INGOT_INSTALL_DATADIR}/configs")
+install(FILES "${PROJECT_SOURCE_DIR}/configs/attention_decode.yaml" "${PROJECT_SOURCE_DIR}/configs/kv_append.yaml"
+        DESTINATION "${INGOT_INSTALL_DATADIR}/configs")
 
 file(RELATIVE_PATH INGOT_BIN_TO_DATA "/${CMAKE_INSTALL_BINDIR}" "/${INGOT_INSTALL_DATADIR}")
 configure_file(cmake/ingot.sh.in "${PROJECT_BINARY_DIR}/install/ingot" @ONLY)

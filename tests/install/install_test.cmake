@@ -9,6 +9,9 @@
 #   pkgconfig a program built with `pkg-config --cflags --libs ingot` and the README's rpath opens the
 #             installed pack with no LD_LIBRARY_PATH; so do one built with `--libs ingot_static` (no
 #             libingot.so needed) and one with `--static --libs ingot -static` (nothing shared)
+#   append    `PREFIX/bin/ingot build` of a KV-cache append pack of the provider's own (the second
+#             family): its kernels for ARCHS and its dispatch library, compiled against the
+#             installed ingot/kv_append.h and planner (include/ingot/dispatch), then its census
 # (The Python install is test_python_install.py, the test install_python.)
 # Every failure is a FATAL_ERROR naming what differed.
 
@@ -58,6 +61,7 @@ if(STEP STREQUAL "install")
             ${LIBDIR}/cmake/ingot/ingotConfig.cmake ${LIBDIR}/cmake/ingot/ingotConfigVersion.cmake
             ${LIBDIR}/cmake/ingot/ingotTargets.cmake ${LIBDIR}/pkgconfig/ingot.pc
             share/ingot/python/ingot/__main__.py share/ingot/templates/attention_decode.hip.j2
+            share/ingot/configs/kv_append.yaml share/ingot/packs/kv_append/kv_append.kdp.json
             share/ingot/packs/attention_decode/attention_decode.kdp.json)
     if(NOT EXISTS "${PREFIX}/${f}")
       message(FATAL_ERROR "not installed: ${PREFIX}/${f}")
@@ -181,6 +185,27 @@ elseif(STEP STREQUAL "pkgconfig")
               -o "${WORK}-pc/pc_full_static")
   run(COMMAND "${WORK}-pc/pc_full_static" "${packs}/attention_decode" OUT out)
   expect("${out}" "ingot 0\\.1\\.0: [1-9][0-9]* kernels in ")
+
+elseif(STEP STREQUAL "append")
+  set(dir "${WORK}-append")
+  file(REMOVE_RECURSE "${dir}")
+  file(MAKE_DIRECTORY "${dir}")
+  file(READ "${PREFIX}/share/ingot/configs/kv_append.yaml" yaml)
+  string(REGEX REPLACE "\npack: kv_append\n" "\npack: provider_append\n" yaml "${yaml}")
+  expect("${yaml}" "\npack: provider_append\n")
+  file(WRITE "${dir}/provider_append.yaml" "${yaml}")
+  string(REPLACE ";" "," arch_csv "${ARCHS}")
+  run(COMMAND "${PREFIX}/bin/ingot" build "${dir}/provider_append.yaml" --out "${dir}/out" --archs "${arch_csv}"
+      WORKING_DIRECTORY "${dir}" OUT out)
+  expect("${out}" "compiled the dispatch library ingot_provider_append_dispatch\\.so")
+  expect("${out}" "provider_append: 4 instances")
+  foreach(f provider_append.kdp.json provider_append.udd.json dispatch/ingot_provider_append_dispatch.so)
+    if(NOT EXISTS "${dir}/out/provider_append/${f}")
+      message(FATAL_ERROR "not built: ${dir}/out/provider_append/${f}")
+    endif()
+  endforeach()
+  run(COMMAND "${PREFIX}/bin/ingot" census "${dir}/out/provider_append" OUT out)
+  expect("${out}" "pack provider_append: 4 kernels")
 
 else()
   message(FATAL_ERROR "install_test.cmake: unknown STEP '${STEP}'")
