@@ -9,7 +9,9 @@ reference before it is timed, several buffer sets rotated so the KV cache is
 not served from L2, warm-up, the median of many runs; per-call time (CUDA
 events around each call) and graph-replay time (many calls captured in one CUDA
 graph). The floor is the same plan with every valid length 0: its launches
-doing no work. Writes decode.csv, decode.md and decode.png under DIR.
+doing no work. Writes decode.csv, decode.md and decode.png under DIR; with
+--doc docs/PERFORMANCE.md also the table into that page's generated block
+(bench/perf_doc.py), so the page holds the last run's numbers.
 
 At head dim 128 on a contiguous cache it then runs bench/read_floor (bin/read_floor
 beside the library's lib/, or --read-floor PATH) on the same byte counts, and
@@ -404,6 +406,10 @@ def main():
     ap.add_argument("--read-floor", default=None, metavar="PATH",
                     help="bench/read_floor binary (default: bin/read_floor beside the library's lib/)")
     ap.add_argument("--no-read-floor", action="store_true", help="judge the targets without the bare read")
+    ap.add_argument("--doc", default=None, metavar="PAGE",
+                    help="also write the table into PAGE (docs/PERFORMANCE.md) between its markers for the "
+                         "block decode[_d<D>][_paged<P>] (bench/perf_doc.py)")
+    ap.add_argument("--label", default="", help="with --doc: what was measured, e.g. the commit")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     ctx = ingot.Runtime(a.lib).context("cuda")  # --lib's libingot with --pack open, not the defaults
@@ -463,7 +469,8 @@ def main():
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
         w.writerows(rows)
-    with open(os.path.join(a.out, f"{stem}.md"), "w") as f:
+    md_path = os.path.join(a.out, f"{stem}.md")
+    with open(md_path, "w") as f:
         f.write((f"head dim {D}; " if D != 128 else "")
                 + f"copy ceiling {ceiling / 1e9:.0f} GB/s (read + write), GPU time by CUDA-graph replay; "
                 "per call = CUDA events around each call; floor = the same plan with valid length 0"
@@ -483,6 +490,20 @@ def main():
             f.write("\n" + judged)
         if bounds:
             f.write("\nThe bare read of the same bytes (bench/read_floor; a row per byte count):\n\n" + bounds)
+    if a.doc:
+        import datetime
+
+        import perf_doc
+        with open(md_path) as f:
+            table = f.read()
+        when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        head = f"Measured {when}" + (f", {a.label}" if a.label else "") + f" (`bench/decode.py --doc`, block {stem}):"
+        try:
+            perf_doc.update(a.doc, stem, head + "\n\n" + table)
+        except perf_doc.DocError as e:
+            print(f"--doc {a.doc}: {e}; the page was not changed", file=sys.stderr)
+            return 2
+        print(f"\n{a.doc}: block {stem} rewritten", flush=True)
     if paged or D != 128:
         return 0
     try:
