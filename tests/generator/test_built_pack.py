@@ -392,6 +392,22 @@ class BuiltPackTest(unittest.TestCase):
         shutil.copytree(PACK, dst)
         return dst
 
+    def test_the_merges_lds_is_the_generators(self):
+        # The generator's size of MergeShared (what it judges a kernel's fit by) is the compiler's on
+        # the AMD archs. (nvcc's .nv.shared of the sm_90 merges is 1024-1036 bytes more than the
+        # struct, for a reason not yet found; the 48 KiB limit is far from either.)
+        from ingot.families.attention_decode import merge_lds_bytes
+        seen = set()
+        for kd in load_kdp(PACK)["kernelDescriptors"]:
+            for arch, obj in kd["kernel_source"]["objects"].items():
+                if ARCHS[arch].vendor != "amd":
+                    continue
+                for entry in ("merge", "balanced_merge"):
+                    self.assertEqual(obj["resources"][entry]["lds"], merge_lds_bytes(ARCHS[arch]),
+                                     f"{kd['name']} {arch} {entry}")
+                seen.add(arch)
+        self.assertTrue(seen)
+
     def test_dynamic_lds_is_the_generators_and_fits_the_arch(self):
         # Each object declares the dynamic LDS every entry point is launched with: the
         # instance's for the split (its ring, where past the static limit), none for the merge.

@@ -319,8 +319,14 @@ class Instance:
         """Static LDS of the split kernel (when not dynamic) or of the merge kernel
         (MergeShared, ingot_ad_merge.h), the larger."""
         split = 0 if self.dynamic_lds(arch) else self.split_lds_bytes(arch)
-        merge = 4 * (MAX_SPLITS + 1 + MERGE_WAVES * arch.wave_size // 8 * 32)  # MergeShared
-        return max(split, merge)
+        return max(split, merge_lds_bytes(arch))
+
+
+def merge_lds_bytes(arch):
+    """Static LDS of the merge kernels (MergeShared, templates/ingot_ad_merge.h): a weight per
+    segment and the row's total, and 32 columns of each wave's eighth of its lanes' partial sums, as
+    floats; test_built_pack checks it against every packaged object's merge and balanced merge."""
+    return 4 * (MAX_SPLITS + 1 + MERGE_WAVES * arch.wave_size // 8 * 32)
 
 
 GRAPH_CONSTRAINTS = [
