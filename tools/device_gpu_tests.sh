@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the repo root, over a build/ made on the build
-# machine (bin, lib, packs): every GPU test binary, ingot-inspect run on the
+# machine by `make tests` (bin, lib, packs): every GPU test binary, ingot-inspect run on the
 # example graphs, then (optional) a benchmark command. Logs go to $1.
 set -u
 out=${1:-results}  # usage: device_gpu_tests.sh [LOGDIR (default: results)] [sanitize]
@@ -34,6 +34,15 @@ in_part() { [ -z "$part" ] || [ "$part" = "$1" ]; }
 export LD_LIBRARY_PATH=$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 pack=build/packs/attention_decode
 fails=0
+# The test programs are target ingot_tests, not part of `make`'s build: without them every step
+# would fail for a reason that is not the code's.
+missing=""
+for t in $part1_tests $part2_tests wave64; do [ -x build/bin/test_gpu_$t ] || missing="$missing test_gpu_$t"; done
+[ -d build/packs/attention_decode_w64 ] || missing="$missing packs/attention_decode_w64"
+if [ -n "$missing" ]; then
+  say "device_gpu_tests: build/ lacks$missing: build them with \`make tests\` on the build machine and send build/ again"
+  exit 2
+fi
 # Static: no kernel loads global memory before its grid dependency wait.
 if in_part 1; then
   python3 tools/check_wait_order.py $pack > $out/wait_order.log 2>&1
@@ -51,7 +60,7 @@ for t in ${INGOT_GPU_TESTS-$tests_default}; do
   say "test_gpu_$t rc=$rc $((SECONDS - start))s :: $(tail -n 2 $out/gpu_$t.log | tr '\n' ' ' | cut -c1-300)"
 done
 # The AMD kernels' wave64 code on an emulated 64-lane wave (issue 26): its own pack.
-if in_part 3 && [ -x build/bin/test_gpu_wave64 ]; then
+if in_part 3; then
   start=$SECONDS
   timeout 300 build/bin/test_gpu_wave64 build/packs/attention_decode_w64 $pack \
     build/bin/test_gpu_wave64_selftest.cubin > $out/gpu_wave64.log 2>&1
@@ -102,7 +111,7 @@ if [ "$mode" = sanitize ] && [ -z "$part" ]; then
     done
   done
 fi
-if [ "$mode" = sanitize ] && [ -z "$part" ] && [ -x build/bin/test_gpu_wave64 ]; then
+if [ "$mode" = sanitize ] && [ -z "$part" ]; then
   # The emulated wave's exchange slots and named barriers: shared-memory races and barrier misuse,
   # on the self-test and one paged kernel of the wave64 pack.
   for tool in racecheck synccheck; do

@@ -17,7 +17,7 @@ src="$(cd "$(dirname "$0")/.." && pwd)"
 out="$build/fuzz-long"
 read -r -a harnesses <<< "${INGOT_FUZZ_HARNESSES:-pack_open graph_json match dispatch_plan}"
 for h in "${harnesses[@]}"; do
-  [ -x "$build/bin/fuzz_$h" ] || { echo "fuzz_long: $build/bin/fuzz_$h missing (a clang-22 build: cmake -DCMAKE_C_COMPILER=clang-22)" >&2; exit 2; }
+  [ -x "$build/bin/fuzz_$h" ] || { echo "fuzz_long: $build/bin/fuzz_$h missing (a clang-22 build: cmake -DCMAKE_C_COMPILER=clang-22, then cmake --build BUILD --target ingot_tests)" >&2; exit 2; }
 done
 mkdir -p "$out"
 

@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 from ingot.archs import ARCHS
 from ingot.codeobj import CodeObjectError, read_amd, read_cubin
@@ -94,6 +95,18 @@ def _package(generated, objects, out, readelf, objdump, archs, quiet, dispatch_l
         for path in sorted(glob.glob(os.path.join(desc_dir, "*.json"))):
             if path not in kdps and _load_json(path).get("id") not in dropped_umds:
                 shutil.copyfile(path, os.path.join(stage, os.path.basename(path)))
+        # Each object's kernels, read (readelf, objdump: processes of their own) on
+        # several threads; the results are taken in the pack's order, so the first
+        # error reported is the same as in a serial read.
+        jobs = [(kd["name"], ARCHS[a]) for kd in kdp["kernelDescriptors"]
+                for a in kdp["arch"] if a in kd["kernel_source"]["sources"]]
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            read = {}
+            for inst, arch in jobs:
+                obj_path = os.path.join(objects, arch.name, f"{inst}.{arch.name}.{arch.suffix}")
+                if os.path.isfile(obj_path):
+                    read[obj_path] = (pool.submit(read_amd, obj_path, readelf, objdump, arch.name)
+                                      if arch.vendor == "amd" else pool.submit(read_cubin, obj_path))
         for kd in kdp["kernelDescriptors"]:
             src = kd["kernel_source"]
             objs = {}
@@ -102,10 +115,9 @@ def _package(generated, objects, out, readelf, objdump, archs, quiet, dispatch_l
                 inst = kd["name"]
                 fname = f"{inst}.{arch.name}.{arch.suffix}"
                 obj_path = os.path.join(objects, arch.name, fname)
-                if not os.path.isfile(obj_path):
+                if obj_path not in read:
                     raise PackageError(f"{obj_path}: code object missing for kernel {inst} on {arch.name}")
-                kernels = (read_amd(obj_path, readelf, objdump, arch.name) if arch.vendor == "amd"
-                           else read_cubin(obj_path))
+                kernels = read[obj_path].result()
                 resources = {}
                 for entry, symbol in sorted(src["symbols"].items()):
                     if symbol not in kernels:
