@@ -134,7 +134,7 @@ INGOT_DEVICE void merge_compact(INGOT_AD_PARAMS) {
 // each sequence's pieces from the prefix sums its split wrote; else the uniform
 // plan's (`merge`).
 template <class T, bool kBalanced>
-INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
+INGOT_DEVICE void merge_path(INGOT_AD_PARAMS) {
   MergeTrace<T, kBalanced> trace;  // knob `trace`: the phases' stamps (nothing without it)
   trace.stamp(kMergeStart);
   // Launched programmatically, this grid may start before the split grid ends.
@@ -222,6 +222,19 @@ INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
                  o_stride_h, o_stride_s, flags);
   }
   trace.end(workspace, group, sq, num_kv_heads, num_splits);
+}
+
+// The merge entry points; the uniform plan's runs the kernel's own shape with
+// sq and group as compile-time constants, as decode_split does (T::kExactGroup).
+template <class T, bool kBalanced>
+INGOT_DEVICE void decode_merge(INGOT_AD_PARAMS) {
+  if constexpr (!kBalanced && T::kExactGroup > 0) {
+    if (group == T::kExactGroup && sq == 1) {
+      merge_path<T, kBalanced>(INGOT_AD_ARGS_EXACT(1, T::kExactGroup));
+      return;
+    }
+  }
+  merge_path<T, kBalanced>(INGOT_AD_ARGS);
 }
 
 }  // namespace ingot

@@ -24,6 +24,14 @@
       o_stride_h, o_stride_s, page_table_stride, capacity, page_size, sq, num_splits,          \
       num_kv_heads, flags, scale, group
 
+// The same arguments with sq and group given: compile-time constants where a
+// launch is a kernel's own shape (T::kExactGroup; decode_split, decode_merge).
+#define INGOT_AD_ARGS_EXACT(SQ, G)                                                             \
+  q, k, v, o, lse, seq_lens, page_table, workspace, q_stride_b, q_stride_h, q_stride_s,        \
+      k_stride_b, k_stride_t, k_stride_h, v_stride_b, v_stride_t, v_stride_h, o_stride_b,      \
+      o_stride_h, o_stride_s, page_table_stride, capacity, page_size, SQ, num_splits,          \
+      num_kv_heads, flags, scale, G
+
 namespace ingot {
 
 // The flags kernarg (ingot_abi.h, INGOT_AD_FLAG_*). kFlagTopLeft: causal with the

@@ -44,6 +44,12 @@ INGOT_DEVICE void split_path(INGOT_AD_PARAMS, const Piece *pc) {
 // decode_split_balanced, entry point `balanced_split`, instead).
 template <class T>
 INGOT_DEVICE void decode_split(INGOT_AD_PARAMS) {
+  if constexpr (T::kExactGroup > 0) {
+    if (group == T::kExactGroup && sq == 1) {  // the kernel's own shape: the row arithmetic folds
+      split_path<T>(INGOT_AD_ARGS_EXACT(1, T::kExactGroup), nullptr);
+      return;
+    }
+  }
   split_path<T>(INGOT_AD_ARGS, nullptr);
 }
 

@@ -44,6 +44,15 @@ struct DecodeTraits {
   // Tensor-core path only: 0 keeps the next chunk in registers; N >= 2 streams K
   // and V through an N-deep ring of shared-memory stages per wave (async copies).
   static constexpr int kStages = kUseMma ? STAGES_ : 0;
+  // The group whose launches (one query token, group = rows) the uniform split and
+  // merge run with sq and group as compile-time constants (0: none). The group is a
+  // runtime value so that one kernel serves every group of its row tile; each row's
+  // (head, token) is then a division by it, which in the seed split (sm_90, B=1 8/2
+  // 4K) costs 0.45-0.55 us of 6.5 per call. The tensor-core path up to head dim 128
+  // only: on the AMD archs the second copy of the loop lowers four splits' share of
+  // math beside a chunk in flight below half, and at head dim 256 it adds spills,
+  // neither with a timing to weigh it against (docs/decisions/0027-exact-group.md).
+  static constexpr int kExactGroup = kUseMma && MAX_SQ_ == 1 && HEAD_DIM_ <= 128 ? ROWS_ : 0;
   static_assert(STAGES_ == 0 || (STAGES_ >= 2 && STAGES_ <= 8), "stages: 0 or 2..8");
   // Bytes of dynamic shared memory the split kernel takes its ring and results
   // from (0: static). The generator sets it where the ring is past the static
