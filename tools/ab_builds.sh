@@ -3,14 +3,16 @@
 # build-old and build, both carried) through bench/decode.py, alternated ROUNDS
 # times in one call so that both see the same machine state. Extra arguments go
 # to decode.py (e.g. --paged 16 --rounds 3 --points 1x8x2x16384,16x32x8x8192).
-# Logs and tables go to OUT/ab_<build>_<round>.
+# Logs and tables go to OUT/ab_<build>_<round>. AB_BUILDS="C D ...": more builds, each round
+# after A and B (e.g. two kernel variants beside the build before them).
 # usage: tools/ab_builds.sh OUT BUILD_A BUILD_B ROUNDS [decode.py args...]
 set -u
 out=${1:?usage: ab_builds.sh OUT BUILD_A BUILD_B ROUNDS [decode.py args...]}
 a=${2:?build A}; b=${3:?build B}; rounds=${4:?rounds}
 shift 4
+mkdir -p "$out"
 for r in $(seq 1 "$rounds"); do
-  for build in "$a" "$b"; do
+  for build in "$a" "$b" ${AB_BUILDS:-}; do
     start=$SECONDS
     tag=$(basename "$build")_$r
     LD_LIBRARY_PATH=$PWD/$build/lib timeout 300 python3 bench/decode.py --lib "$build/lib/libingot.so" \

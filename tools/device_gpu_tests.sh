@@ -34,11 +34,13 @@ in_part() { [ -z "$part" ] || [ "$part" = "$1" ]; }
 export LD_LIBRARY_PATH=$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 pack=build/packs/attention_decode
 fails=0
-# The test programs are target ingot_tests, not part of `make`'s build: without them every step
-# would fail for a reason that is not the code's.
+# The test programs are target ingot_tests, not part of `make`'s build: without the ones this
+# call runs, its steps would fail for a reason that is not the code's.
 missing=""
-for t in $part1_tests $part2_tests wave64; do [ -x build/bin/test_gpu_$t ] || missing="$missing test_gpu_$t"; done
-[ -d build/packs/attention_decode_w64 ] || missing="$missing packs/attention_decode_w64"
+for t in ${INGOT_GPU_TESTS-$tests_default} $(in_part 3 && echo wave64); do
+  [ -x build/bin/test_gpu_$t ] || missing="$missing test_gpu_$t"
+done
+if in_part 3 && [ ! -d build/packs/attention_decode_w64 ]; then missing="$missing packs/attention_decode_w64"; fi
 if [ -n "$missing" ]; then
   say "device_gpu_tests: build/ lacks$missing: build them with \`make tests\` on the build machine and send build/ again"
   exit 2
