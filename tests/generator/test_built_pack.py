@@ -393,20 +393,25 @@ class BuiltPackTest(unittest.TestCase):
         return dst
 
     def test_the_merges_lds_is_the_generators(self):
-        # The generator's size of MergeShared (what it judges a kernel's fit by) is the compiler's on
-        # the AMD archs. (nvcc's .nv.shared of the sm_90 merges is 1024-1036 bytes more than the
-        # struct, for a reason not yet found; the 48 KiB limit is far from either.)
+        # The generator's size of MergeShared (what it judges a kernel's fit by) is the compiler's.
+        # On the AMD archs exactly. On sm_90 each kernel's .nv.shared section starts with the block's
+        # reserved shared memory (1 KiB, __nv_reservedSMEM_offset_0_alias; archs.NVIDIA_SM
+        # block_reserved_shared), and its size is rounded to the section's alignment: 16 bytes in the
+        # objects whose ring is dynamic (the 16-aligned extern array), 4 in the others.
+        from ingot.archs import NVIDIA_SM
         from ingot.families.attention_decode import merge_lds_bytes
+        reserved = NVIDIA_SM["block_reserved_shared"][0]
         seen = set()
         for kd in load_kdp(PACK)["kernelDescriptors"]:
             for arch, obj in kd["kernel_source"]["objects"].items():
+                want = merge_lds_bytes(ARCHS[arch])
                 if ARCHS[arch].vendor != "amd":
-                    continue
+                    align = 16 if obj["dynamic_lds"]["split"] else 4
+                    want = (reserved + want + align - 1) // align * align
                 for entry in ("merge", "balanced_merge"):
-                    self.assertEqual(obj["resources"][entry]["lds"], merge_lds_bytes(ARCHS[arch]),
-                                     f"{kd['name']} {arch} {entry}")
+                    self.assertEqual(obj["resources"][entry]["lds"], want, f"{kd['name']} {arch} {entry}")
                 seen.add(arch)
-        self.assertTrue(seen)
+        self.assertTrue({"gfx942", "gfx950"} <= seen)
 
     def test_dynamic_lds_is_the_generators_and_fits_the_arch(self):
         # Each object declares the dynamic LDS every entry point is launched with: the

@@ -325,7 +325,8 @@ class Instance:
 def merge_lds_bytes(arch):
     """Static LDS of the merge kernels (MergeShared, templates/ingot_ad_merge.h): a weight per
     segment and the row's total, and 32 columns of each wave's eighth of its lanes' partial sums, as
-    floats; test_built_pack checks it against every packaged object's merge and balanced merge."""
+    floats; test_built_pack checks it against every packaged object's merge and balanced merge (on
+    sm_90 a kernel's shared section also holds the block's 1 KiB of reserved shared memory)."""
     return 4 * (MAX_SPLITS + 1 + MERGE_WAVES * arch.wave_size // 8 * 32)
 
 
