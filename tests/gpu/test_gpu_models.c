@@ -26,7 +26,9 @@ typedef struct model {
 
 /* Distinct (Hq, Hkv, D) of the models in docs/attention_decode.md's table
  * (Mistral-7B and Mixtral share Llama-3-8B's 32/8; the 70B/72B TP8 shards share
- * 8/1), and head dims 112, 160 and 192 at 16/4. */
+ * 8/1), head dims 112, 160 and 192 at 16/4, and groups 2 and 3 at head dim 128:
+ * on sm_90 the group-4 kernels run their own group through a path of its own
+ * (decision 0027), so these two are what takes their runtime-group path. */
 static const model kModels[] = {
     {"Llama-2-7B", 32, 32, 128, 0},     {"Llama-2-13B", 40, 40, 128, 0},  {"Llama-3-8B", 32, 8, 128, 0},
     {"Llama-3-70B TP8", 8, 1, 128, 0},  {"Llama-3-70B TP4", 16, 2, 128, 0}, {"Llama-3.1-405B TP8", 16, 1, 128, 0},
@@ -35,7 +37,8 @@ static const model kModels[] = {
     {"Gemma-2-9B", 16, 8, 256, 0},      {"Gemma-2B", 8, 1, 256, 0},       {"Gemma-7B", 16, 16, 256, 0},
     {"Falcon-7B", 71, 1, 64, 0},        {"StarCoder", 48, 1, 128, 0},     {"Phi-2", 32, 32, 80, 0},
     {"Phi-3-mini", 32, 32, 96, 0},      {"GQA 16/4 D112", 16, 4, 112, 0}, {"GQA 16/4 D160", 16, 4, 160, 1},
-    {"GQA 16/4 D192", 16, 4, 192, 1},   {"GQA 24/3 D64", 24, 3, 64, 0},
+    {"GQA 16/4 D192", 16, 4, 192, 1},   {"GQA 24/3 D64", 24, 3, 64, 0},   {"GQA 16/8 D128", 16, 8, 128, 0},
+    {"GQA 12/4 D128", 12, 4, 128, 0},
 };
 
 /* One graph of model m: plan (a decline of an optional page size is no failure),
