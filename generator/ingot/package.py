@@ -63,6 +63,11 @@ def package_pack(generated, objects, out, readelf, archs=None, quiet=False, objd
         return 1
 
 
+def _object_path(objects, inst, arch):
+    """Where the build put instance inst's code object for arch (cmake/IngotPack.cmake)."""
+    return os.path.join(objects, arch.name, f"{inst}.{arch.name}.{arch.suffix}")
+
+
 def _package(generated, objects, out, readelf, objdump, archs, quiet, dispatch_library=None):
     desc_dir = os.path.join(generated, "descriptors")
     kdps = glob.glob(os.path.join(desc_dir, "*.kdp.json"))
@@ -103,7 +108,7 @@ def _package(generated, objects, out, readelf, objdump, archs, quiet, dispatch_l
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             read = {}
             for inst, arch in jobs:
-                obj_path = os.path.join(objects, arch.name, f"{inst}.{arch.name}.{arch.suffix}")
+                obj_path = _object_path(objects, inst, arch)
                 if os.path.isfile(obj_path):
                     read[obj_path] = (pool.submit(read_amd, obj_path, readelf, objdump, arch.name)
                                       if arch.vendor == "amd" else pool.submit(read_cubin, obj_path))
@@ -113,8 +118,8 @@ def _package(generated, objects, out, readelf, objdump, archs, quiet, dispatch_l
             for arch_name in (a for a in kdp["arch"] if a in src["sources"]):
                 arch = ARCHS[arch_name]
                 inst = kd["name"]
-                fname = f"{inst}.{arch.name}.{arch.suffix}"
-                obj_path = os.path.join(objects, arch.name, fname)
+                obj_path = _object_path(objects, inst, arch)
+                fname = os.path.basename(obj_path)
                 if obj_path not in read:
                     raise PackageError(f"{obj_path}: code object missing for kernel {inst} on {arch.name}")
                 kernels = read[obj_path].result()

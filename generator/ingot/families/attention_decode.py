@@ -80,7 +80,7 @@ ADMIT = Map({
     "groups": (List(Range(1, MAX_GROUP), unique=True), False, None),
     "heads": (List(List(Int(1, MAX_KV_HEADS * MAX_GROUP), min_len=2, max_len=2), unique=True), False, None),
     "batch": (Range(1, MAX_BATCH), True, None),
-    "seq_q": (Range(1, 8), False, None),
+    "seq_q": (Range(1, MAX_SQ), False, None),
     "capacity": (Range(1, KERNEL_MAX_CAPACITY), True, None),
     "page_sizes": (List(Int(1, MAX_PAGE_SIZE), unique=True), False, None),
     "masks": (List(Str(choices=list(MASKS)), unique=True), True, None),
