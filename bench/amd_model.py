@@ -69,9 +69,10 @@ def model(kd, arch, obj):
     # In flight: the loop issues the next chunk's K and V loads before the math on
     # the current one and waits for them after it (docs/design/kernel.md, clamped
     # loads): one chunk of tokens_per_wave tokens x head_dim x 2 bytes x (K, V) per
-    # wave, through the math (the share column says how much of it).
+    # wave, through the math (the share column says how much of it). Under row_waves the
+    # waves load the same chunk: one chunk of distinct bytes per workgroup.
     chunk = m["tokens_per_wave"] * m["head_dim"] * 2 * 2
-    inflight = blocks * m["waves"] * chunk
+    inflight = blocks * (1 if m.get("row_waves") else m["waves"]) * chunk
     name, bw, cus = MACHINES[arch]
     need = [bw / cus * lat for lat in LATENCY_S]
     bound = min(1.0, inflight / need[1])

@@ -260,7 +260,12 @@ def run_models(ctx, a, ceiling):
     rows = []
     print(f"{'model':<32} {'B':>3} {'L':>6} | {'ingot':>9} {'%ceil':>6} | {'cuDNN':>9} | {'flash':>9} | "
           f"{'vs best':>7} | kernel", flush=True)
-    for name, hq, hkv, d in MODELS:
+    models = [m for m in MODELS if not a.model or any(n in m[0] for n in a.model)]
+    if not models:
+        print(f"decode.py: no model of MODELS matches --model {', '.join(a.model)} (models: "
+              f"{', '.join(m[0] for m in MODELS)})", file=sys.stderr)
+        return 2
+    for name, hq, hkv, d in models:
         for b, l in MODEL_POINTS:
             if 2 * b * l * hkv * d * 2 > MODEL_MAX_KV_BYTES:
                 continue
@@ -400,6 +405,8 @@ def main():
     ap.add_argument("--models", action="store_true",
                     help="the model table instead of the points: each model of MODELS at 8K and 64K tokens, "
                          "B=1 and B=32 (decode_models[_paged<P>].csv/.md)")
+    ap.add_argument("--model", action="append", default=None, metavar="NAME",
+                    help="with --models: only the models whose name contains NAME (repeatable)")
     ap.add_argument("--head-dim", type=int, default=128, choices=(64, 80, 96, 112, 128, 160, 192, 256),
                     help="head dim of every point (issue 5's targets are judged at 128 only); other values "
                          "write decode_d<D>[_paged<P>].csv/.md")

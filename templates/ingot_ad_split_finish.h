@@ -12,13 +12,35 @@
 
 namespace ingot {
 
+// The results of the waves that took different tokens (kTokenWaves), row by
+// row of the workgroup's rows; a wave's scores (SIMT path).
 template <class T>
 struct SplitShared {
-  float scores[T::kWaves][T::kUseMma || T::kUseMfma ? 1 : T::kChunk * T::kRows];
-  float wave_max[T::kWaves][T::kRows];
-  float wave_sum[T::kWaves][T::kRows];
-  float wave_acc[T::kWaves][T::kRows][T::kHeadDim];
+  float scores[T::kWaves][T::kUseMma || T::kUseMfma ? 1 : T::kChunk * T::kWaveRows];
+  float wave_max[T::kTokenWaves][T::kRows];
+  float wave_sum[T::kTokenWaves][T::kRows];
+  float wave_acc[T::kTokenWaves][T::kRows][T::kHeadDim];
 };
+
+// Where wave `wave`'s results go: its slot of SplitShared and its first row there.
+struct WaveSlot {
+  int slot, row;
+  bool live;  // the wave holds a row of the group (else all its rows are padding)
+};
+template <class T>
+INGOT_DEVICE WaveSlot wave_slot(int wave, int row0, int rows_total) {
+  if constexpr (T::kRowWaves) {
+    const int row = wave * T::kWaveRows;
+    return WaveSlot{0, row, row0 + row < rows_total};
+  } else {
+    return WaveSlot{wave, 0, true};
+  }
+}
+// The wave's token offset within a step, in chunks (0 for every wave under row_waves).
+template <class T>
+INGOT_DEVICE int token_wave(int wave) {
+  return T::kRowWaves ? 0 : wave;
+}
 
 // The end of a split workgroup: its waves' (max, sum, acc) sit in LDS; merge
 // them and write O and LSE (one segment) or the segment's fp32 partial.
@@ -38,11 +60,11 @@ INGOT_DEVICE void finish_split(SplitShared<T> &sh, int tid, int b, int hkv, int 
     if (row >= rows_total) break;  // idx grows with r: the rest are padding too
     float m = kNegInf;
 #pragma unroll
-    for (int w = 0; w < T::kWaves; ++w) m = max32(m, sh.wave_max[w][r]);
+    for (int w = 0; w < T::kTokenWaves; ++w) m = max32(m, sh.wave_max[w][r]);
     const float ref = m == kNegInf ? 0.f : m;
     float num = 0.f, den = 0.f;
 #pragma unroll
-    for (int w = 0; w < T::kWaves; ++w) {
+    for (int w = 0; w < T::kTokenWaves; ++w) {
       const float a = fast_exp2(sh.wave_max[w][r] - ref);
       num += a * sh.wave_acc[w][r][d];
       den += a * sh.wave_sum[w][r];

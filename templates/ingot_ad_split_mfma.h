@@ -97,7 +97,7 @@ struct MfmaPages {
 // uniform plan (sequence block_z(), segment `split`).
 template <class T>
 INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
-  constexpr int R = T::kRows, D = T::kHeadDim, DT = T::kDType;
+  constexpr int R = T::kWaveRows, D = T::kHeadDim, DT = T::kDType;
   constexpr int NT = T::kChunk / 16;  // 16-token tiles of a wave's chunk
   constexpr int KE = D / 4;           // K (and q) elements a lane holds of a token: a quarter of D
   constexpr int KL = KE / 8;          // their 16-byte loads
@@ -112,6 +112,9 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
   const SplitBlock blk = split_block<T>(group, sq, num_kv_heads);
   const int row0 = blk.row0, hkv = blk.hkv, split = blk.split;
   const int b = pc != nullptr ? pc->b : block_z();
+  // This wave's rows (row_waves: its own of the block's) and chunk of each step.
+  const WaveSlot ws = wave_slot<T>(wave, row0, group * sq);
+  const int tw = token_wave<T>(wave);
 
   grid_dependency_wait();
 
@@ -120,11 +123,11 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
   // padding row's lanes the block's first row (always a real one), and drops it:
   // loads straight, not in exec-masked branches, so they and the length's go
   // out together and share one round trip.
-  const RowPos rp = row_pos(row0 + c16, group);
+  const RowPos rp = row_pos(row0 + ws.row + c16, group);
   const bool row_ok = c16 < R && rp.i < sq;
   u32x4 qw[KL];
   {
-    const RowPos src = row_ok ? rp : row_pos(row0, group);
+    const RowPos src = row_ok ? rp : row_pos(row0, group);  // the block's first row: real
     const char *qp = static_cast<const char *>(q) +
                      2 * (b * q_stride_b + ((long long)hkv * group + src.g) * q_stride_h +
                           (long long)src.i * q_stride_s + q4 * KE);
@@ -154,7 +157,7 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
     kbase += 2 * b * k_stride_b;
     vbase += 2 * b * v_stride_b;
   }
-  MfmaPages<T> pages(page_table, page_table_stride, b, page_size, seg, wave, lane);
+  MfmaPages<T> pages(page_table, page_table_stride, b, page_size, seg, tw, lane);
 
   // The wave's chunk at tok0: lane l's K quarter of token 16 n + c16 and its V
   // elements of tokens 16 n + 4 q4 + j, every lane unconditionally from a
@@ -256,11 +259,13 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
   // is left, the last iteration's second load_chunk reads the segment's first tokens
   // again (clamp_token): cached lines, and nothing of them is used.
   u32x4 ka[NT][KL], va[NT][4][VL], kb[NT][KL], vb[NT][4][VL];
-  if (seg.begin < seg.end) {  // an empty segment loads nothing (clamped loads need a token)
-    load_chunk(seg.begin + wave * T::kChunk, ka, va);
+  // An empty segment loads nothing (clamped loads need a token), nor does a wave
+  // of padding rows only (row_waves).
+  if (seg.begin < seg.end && ws.live) {
+    load_chunk(seg.begin + tw * T::kChunk, ka, va);
     int tile = seg.begin;
     for (; tile + T::kTile < seg.end; tile += 2 * T::kTile) {
-      const int tok0 = tile + wave * T::kChunk;
+      const int tok0 = tile + tw * T::kChunk;
       load_chunk(tok0 + T::kTile, kb, vb);
       sched_fence();
       step(tok0, ka, va);
@@ -268,22 +273,22 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
       sched_fence();
       step(tok0 + T::kTile, kb, vb);
     }
-    if (tile < seg.end) step(tile + wave * T::kChunk, ka, va);
+    if (tile < seg.end) step(tile + tw * T::kChunk, ka, va);
   }
 
   // The row's sum over its four lanes; then the wave's (max, sum, acc) to LDS.
   run_sum += shfl_xor(run_sum, 16);
   run_sum += shfl_xor(run_sum, 32);
   if (q4 == 0 && c16 < R) {
-    sh.wave_max[wave][c16] = run_max;
-    sh.wave_sum[wave][c16] = run_sum;
+    sh.wave_max[ws.slot][ws.row + c16] = run_max;
+    sh.wave_sum[ws.slot][ws.row + c16] = run_sum;
   }
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
     const int row = 4 * q4 + r;
     if (row < R) {
 #pragma unroll
-      for (int t = 0; t < KS; ++t) sh.wave_acc[wave][row][KS * c16 + t] = acc[t][r];
+      for (int t = 0; t < KS; ++t) sh.wave_acc[ws.slot][ws.row + row][KS * c16 + t] = acc[t][r];
     }
   }
   // As on the SIMT path: this workgroup's loads are done.

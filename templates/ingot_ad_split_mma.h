@@ -21,13 +21,14 @@
 
 namespace ingot {
 
-// The tensor-core path's shared-memory ring (kStages > 0): per wave and stage,
-// the chunk's K rows then its V rows, D elements each. The waves' results reuse
-// the same bytes once every wave is past its loop.
+// The tensor-core path's shared-memory ring (kStages > 0): per wave (one for the
+// whole workgroup under row_waves) and stage, the chunk's K rows then its V rows,
+// D elements each. The waves' results reuse the same bytes once every wave is
+// past its loop.
 template <class T>
 union alignas(16) SplitSmem {
   SplitShared<T> fin;
-  u16 ring[T::kStages > 0 ? T::kWaves * T::kStages * 2 * T::kChunk * T::kMmaDim : 1];
+  u16 ring[T::kStages > 0 ? T::kTokenWaves * T::kStages * 2 * T::kChunk * T::kMmaDim : 1];
 };
 
 // The split workgroup's shared memory: static, or dynamic when it is past the
@@ -56,7 +57,7 @@ INGOT_DEVICE SplitSmem<T> &split_smem() {
 template <class T>
 INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
   // D: the padded head dim (T::kMmaDim); DC: the 16-byte chunks of a row that hold data.
-  constexpr int R = T::kRows, D = T::kMmaDim, DT = T::kDType, C = T::kChunk, NS = T::kStages;
+  constexpr int R = T::kWaveRows, D = T::kMmaDim, DT = T::kDType, C = T::kChunk, NS = T::kStages;
   constexpr int DC = T::kHeadDim / 8;
   constexpr int NU = C / 8;     // QK n tiles of 8 tokens
   constexpr int NKS = D / 16;   // QK k steps
@@ -67,6 +68,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
   constexpr int CPR = D / 8;    // 16-byte chunks per row of D
   static_assert(T::kUseMma && kWaveSize == 32 && D % 64 == 0 && C % 16 == 0 && R <= 8, "mma path shape");
   static_assert(NS == 0 || (C * CPR) % kWaveSize == 0, "ring copies: whole waves");
+  static_assert(!T::kRowWaves || NS > 0, "row_waves on the tensor-core path: the waves share a ring (stages)");
   SplitSmem<T> &smem = split_smem<T>();
   SplitShared<T> &sh = smem.fin;
 
@@ -76,6 +78,9 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
   const SplitBlock blk = split_block<T>(group, sq, num_kv_heads);  // grid x as in the SIMT path
   const int row0 = blk.row0, hkv = blk.hkv, split = blk.split;
   const int b = pc != nullptr ? pc->b : block_z();
+  // This wave's rows (row_waves: its own of the block's) and chunk of each step.
+  const WaveSlot ws = wave_slot<T>(wave, row0, group * sq);
+  const int tw = token_wave<T>(wave);
   SplitTrace<T> trace;  // knob `trace`: the phases' stamps (nothing without it)
   trace.stamp(kSplitStart);
   grid_dependency_wait();  // as in the SIMT path
@@ -85,7 +90,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
   auto v_token = [&](int p, int t) { return 16 * p + 2 * qd + (t & 1) + 8 * (t >> 1); };
   // A operand of QK: row g's chunks qd + 4j, as loaded (16-bit pairs); issued
   // before the length's load so that the two round trips overlap.
-  const int row = row0 + g;
+  const int row = row0 + ws.row + g;
   const RowPos rp = row_pos(row, group);
   const int gq = rp.g, iq = rp.i;
   const bool row_ok = g < R && iq < sq;
@@ -118,7 +123,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
     kbase += 2 * b * k_stride_b;
     vbase += 2 * b * v_stride_b;
   }
-  ChunkPages<T> pages(page_table, page_table_stride, b, page_size, seg, wave, lane);
+  ChunkPages<T> pages(page_table, page_table_stride, b, page_size, seg, tw, lane);
   // The element offset of a token within K or V, on its page when paged (page:
   // its chunk's, or its own where pages are shorter than a chunk).
   auto token_off = [&](int pos, long long page, bool small, long long sb, long long st) -> long long {
@@ -227,9 +232,9 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
         load_chunk_as(false, tok0, kw, vw);
     };
     u32x4 kw[NU][NKC], vw[NPV][4][NVC];
-    load_chunk(seg.begin + wave * C, kw, vw);
+    load_chunk(seg.begin + tw * C, kw, vw);
     for (int tile = seg.begin; tile < seg.end; tile += T::kTile) {
-      const int tok0 = tile + wave * C;
+      const int tok0 = tile + tw * C;
       u32x4 kn[NU][NKC], vn[NPV][4][NVC];
       load_chunk(tok0 + T::kTile, kn, vn);
       consume(
@@ -251,20 +256,26 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
     // used. 16-byte chunk c of row t sits at c ^ f(t) (f below 8), so the
     // fragment reads of a quarter wave hit 8 distinct bank groups: K rows
     // alternate by 4, V rows by 2 * ((t >> 1) & 3).
-    u16 *ring = smem.ring + wave * NS * 2 * C * D;
+    u16 *ring = smem.ring + tw * NS * 2 * C * D;
     auto k_at = [&](u16 *stage, int t, int c) { return stage + t * D + 8 * (c ^ ((t & 1) << 2)); };
     auto v_at = [&](u16 *stage, int t, int c) { return stage + (C + t) * D + 8 * (c ^ (((t >> 1) & 3) << 1)); };
     // Copies of one chunk: lane l takes chunks l + 32n of the chunk's C rows
     // (whole rows per half wave: coalesced), K and V alike; zeros past the end.
+    // Under row_waves the workgroup's threads share the copies (thread t: chunks
+    // t + threads x n) and the whole workgroup waits for them.
     // Head dim 256: the copies' addresses, unrolled, would take the registers the
     // chunk's fragments need (ptxas spills 440 bytes).
-    constexpr int kIssueUnroll = D > 128 ? 1 : C * CPR / kWaveSize;
+    constexpr int CT = T::kRowWaves ? T::kThreads : kWaveSize;  // threads that copy a chunk
+    constexpr int NCOPY = (C * CPR + CT - 1) / CT;
+    const int ct = T::kRowWaves ? tid : lane;
+    constexpr int kIssueUnroll = D > 128 ? 1 : NCOPY;
     auto issue_as = [&](bool small, int slot, int tok0) {  // the wave's chunk at tok0
       u16 *stage = ring + slot * 2 * C * D;
       const long long page = pages.page(tok0);
 #pragma unroll kIssueUnroll
-      for (int n = 0; n < C * CPR / kWaveSize; ++n) {
-        const int i = lane + kWaveSize * n, t = i / CPR, c = i % CPR;
+      for (int n = 0; n < NCOPY; ++n) {
+        const int i = ct + CT * n, t = i / CPR, c = i % CPR;
+        if ((C * CPR) % CT != 0 && i >= C * CPR) break;
         const int pos = tok0 + t;
         const bool live = pos < seg.end && c < DC;
         copy16_async(k_at(stage, t, c), kbase + 2 * token_off(pos, page, small, k_stride_b, k_stride_t) + c * 16, live);
@@ -279,24 +290,29 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
     };
 #pragma unroll
     for (int s = 0; s < NS - 1; ++s) {
-      const int tok0 = seg.begin + s * T::kTile + wave * C;
+      const int tok0 = seg.begin + s * T::kTile + tw * C;
       if (seg.begin + s * T::kTile < seg.end) issue(s, tok0);
       async_commit();
     }
     int slot = 0;  // the stage this step uses; the chunk NS - 1 steps ahead goes to the one before it
     for (int tile = seg.begin; tile < seg.end; tile += T::kTile) {
       async_wait<NS - 2>();  // this thread's copies of this step have landed
-      sync_wave();           // ... and every lane's; the stage before is no longer read
+      // ... and every lane's (row_waves: every thread's); the stage before is no longer read
+      if constexpr (T::kRowWaves)
+        sync_block();
+      else
+        sync_wave();
       const int ahead = tile + (NS - 1) * T::kTile;
-      if (ahead < seg.end) issue(slot == 0 ? NS - 1 : slot - 1, ahead + wave * C);
+      if (ahead < seg.end) issue(slot == 0 ? NS - 1 : slot - 1, ahead + tw * C);
       async_commit();
       u16 *stage = ring + slot * 2 * C * D;
-      consume(
-          tile + wave * C,
-          [&](int u, int j) { return *reinterpret_cast<const u32x4 *>(k_at(stage, 8 * u + g, qd + 4 * j)); },
-          [&](int p, int t, int cc) {
-            return *reinterpret_cast<const u32x4 *>(v_at(stage, v_token(p, t), g + 8 * cc));
-          });
+      if (ws.live)  // a wave of padding rows only copies
+        consume(
+            tile + tw * C,
+            [&](int u, int j) { return *reinterpret_cast<const u32x4 *>(k_at(stage, 8 * u + g, qd + 4 * j)); },
+            [&](int p, int t, int cc) {
+              return *reinterpret_cast<const u32x4 *>(v_at(stage, v_token(p, t), g + 8 * cc));
+            });
       trace.chunk_done(tile == seg.begin, run_max);
       slot = slot == NS - 1 ? 0 : slot + 1;
     }
@@ -314,11 +330,11 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int col = 64 * (i / 8) + 8 * (2 * qd + e) + i % 8;
-        if (D == T::kHeadDim || col < T::kHeadDim) sh.wave_acc[wave][g][col] = acc[i][e];
+        if (D == T::kHeadDim || col < T::kHeadDim) sh.wave_acc[ws.slot][ws.row + g][col] = acc[i][e];
       }
     if (qd == 0) {
-      sh.wave_max[wave][g] = run_max;
-      sh.wave_sum[wave][g] = run_sum;
+      sh.wave_max[ws.slot][ws.row + g] = run_max;
+      sh.wave_sum[ws.slot][ws.row + g] = run_sum;
     }
   }
   // This workgroup's loads are done: the merge grid (launched programmatically)

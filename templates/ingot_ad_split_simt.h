@@ -48,7 +48,7 @@ struct TransposeReduce {
 // uniform plan (sequence block_z(), segment `split`).
 template <class T>
 INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
-  constexpr int R = T::kRows, LPT = T::kLanesPerToken, NL = T::kLoads, TPL = T::kTokensPerLoad;
+  constexpr int R = T::kWaveRows, LPT = T::kLanesPerToken, NL = T::kLoads, TPL = T::kTokensPerLoad;
   constexpr int C = T::kChunk, DT = T::kDType;
   INGOT_SHARED SplitShared<T> sh;
 
@@ -64,6 +64,9 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
   const SplitBlock blk = split_block<T>(group, sq, num_kv_heads);
   const int row0 = blk.row0, hkv = blk.hkv, split = blk.split;
   const int b = pc != nullptr ? pc->b : block_z();
+  // This wave's rows (row_waves: its own of the block's) and chunk of each step.
+  const WaveSlot ws = wave_slot<T>(wave, row0, group * sq);
+  const int tw = token_wave<T>(wave);
 
   // Launched programmatically, this grid may start before the previous one in
   // the stream (which may write q, K, V or the lengths) ends.
@@ -76,7 +79,7 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
   u32x4 qw[R];
   RowPos rows[R];
   {
-    RowPos p = row_pos(row0, group);
+    RowPos p = row_pos(row0 + ws.row, group);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       rows[r] = p;
@@ -117,7 +120,7 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
     kbase += 2 * b * k_stride_b;
     vbase += 2 * b * v_stride_b;
   }
-  ChunkPages<T> pages(page_table, page_table_stride, b, page_size, seg, wave, lane);
+  ChunkPages<T> pages(page_table, page_table_stride, b, page_size, seg, tw, lane);
   float *my_scores = sh.scores[wave];
 
   // Loads of the wave's chunk at tok0: token n*TPL + grp.
@@ -132,7 +135,7 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
   // idle lane reads its token's last elements. Whatever they bring is masked: the
   // scores of those tokens are -inf (p = 0, and the data are the segment's own,
   // finite where the caller's are), idle lanes hold q = 0 and store nothing.
-  ClampedPages<T> cpages(page_table, page_table_stride, b, page_size, seg, wave, grp);
+  ClampedPages<T> cpages(page_table, page_table_stride, b, page_size, seg, tw, grp);
   auto load_chunk_as = [&](bool small, int tok0, u32x4 (&kw)[NL], u32x4 (&vw)[NL]) {
     const long long chunk_page = kClampedLoads ? 0 : pages.page(tok0);
     if constexpr (kClampedLoads) {
@@ -257,10 +260,12 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
     }
   };
   u32x4 ka[NL], va[NL], kb[NL], vb[NL];
-  if (seg.begin < seg.end) {  // an empty segment loads nothing (clamped loads need a token)
-    load_chunk(seg.begin + wave * C, ka, va);
+  // An empty segment loads nothing (clamped loads need a token), nor does a wave
+  // of padding rows only (row_waves).
+  if (seg.begin < seg.end && ws.live) {
+    load_chunk(seg.begin + tw * C, ka, va);
     for (int tile = seg.begin; tile < seg.end; tile += 2 * T::kTile) {
-      const int tok0 = tile + wave * C;
+      const int tok0 = tile + tw * C;
       load_chunk(tok0 + T::kTile, kb, vb);
       step(tok0, ka, va);
       if (tile + T::kTile >= seg.end) break;
@@ -283,10 +288,10 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
 #pragma unroll
     for (int r = 0; r < R; ++r) {
 #pragma unroll
-      for (int e = 0; e < 8; ++e) sh.wave_acc[wave][r][li * 8 + e] = acc[r][e];
+      for (int e = 0; e < 8; ++e) sh.wave_acc[ws.slot][ws.row + r][li * 8 + e] = acc[r][e];
       if (li == 0) {
-        sh.wave_max[wave][r] = run_max[r];
-        sh.wave_sum[wave][r] = run_sum[r];
+        sh.wave_max[ws.slot][ws.row + r] = run_max[r];
+        sh.wave_sum[ws.slot][ws.row + r] = run_sum[r];
       }
     }
   }

@@ -25,8 +25,18 @@ enum Math { kMathSimt = 0, kMathAuto = 1 };
 // past group x Sq are padding that reads nothing and writes nothing).
 template <int DTYPE_, int HEAD_DIM_, int MAX_SQ_, int ROWS_, bool PAGED_, int WAVES_,
           int TOKENS_PER_WAVE_, int OCCUPANCY_ = 0, int MATH_ = kMathSimt, int STAGES_ = 0,
-          int TRACE_ = 0, int DYNAMIC_LDS_ = 0>
+          int TRACE_ = 0, int DYNAMIC_LDS_ = 0, int ROW_WAVES_ = 0>
 struct DecodeTraits {
+  // Knob `row_waves`: the waves of a workgroup take different rows of the same
+  // tokens (wave w rows ROWS x w .. + ROWS - 1 of the block, every wave the
+  // workgroup's chunk of each step) instead of different tokens of the same rows.
+  // For groups past a wave's rows (multi-query: 48/1, 71/1): one workgroup holds
+  // ROWS x WAVES rows, so K and V are read once per that many rows, not once per
+  // ROWS. On the tensor-core path the chunk comes through one shared-memory ring
+  // that the workgroup fills together; elsewhere each wave loads it (the same
+  // lines, served from the CU's cache after the first).
+  static constexpr bool kRowWaves = ROW_WAVES_ != 0;
+  static_assert(ROW_WAVES_ == 0 || (ROW_WAVES_ == 1 && WAVES_ >= 2), "row_waves: 0, or 1 with 2+ waves");
   // kMathAuto: tensor cores where the arch has them (sm_90: mma.sync), matrix
   // cores on AMD (and on the emulated wave of the test arch) where the rows fill
   // a 16-row tile well enough to pay, else the SIMT path.
@@ -52,7 +62,7 @@ struct DecodeTraits {
   // only: on the AMD archs the second copy of the loop lowers four splits' share of
   // math beside a chunk in flight below half, and at head dim 256 it adds spills,
   // neither with a timing to weigh it against (docs/decisions/0027-exact-group.md).
-  static constexpr int kExactGroup = kUseMma && MAX_SQ_ == 1 && HEAD_DIM_ <= 128 ? ROWS_ : 0;
+  static constexpr int kExactGroup = kUseMma && MAX_SQ_ == 1 && HEAD_DIM_ <= 128 && !kRowWaves ? ROWS_ : 0;
   static_assert(STAGES_ == 0 || (STAGES_ >= 2 && STAGES_ <= 8), "stages: 0 or 2..8");
   // Bytes of dynamic shared memory the split kernel takes its ring and results
   // from (0: static). The generator sets it where the ring is past the static
@@ -68,7 +78,11 @@ struct DecodeTraits {
   static constexpr int kDType = DTYPE_;
   static constexpr int kHeadDim = HEAD_DIM_;
   static constexpr int kMaxSq = MAX_SQ_;          // query tokens per sequence (speculative)
-  static constexpr int kRows = ROWS_;             // rows held by one workgroup
+  static constexpr int kWaveRows = ROWS_;                     // rows held by one wave
+  static constexpr int kRows = kRowWaves ? ROWS_ * WAVES_ : ROWS_;  // rows held by one workgroup
+  // Waves that take different tokens of a step (their results are merged in the
+  // workgroup's end): all of them, or one set of tokens for all under row_waves.
+  static constexpr int kTokenWaves = kRowWaves ? 1 : WAVES_;
   static constexpr bool kPaged = PAGED_;
   static constexpr int kWaves = WAVES_;
   static constexpr int kThreads = WAVES_ * kWaveSize;
@@ -81,8 +95,8 @@ struct DecodeTraits {
   static constexpr int kTokensPerLoad = kWaveSize / kLanesPerToken;
   static constexpr int kChunk = TOKENS_PER_WAVE_;              // tokens per wave per step
   static constexpr int kLoads = kChunk / kTokensPerLoad;       // loads of K (and V) per lane
-  static constexpr int kTile = kChunk * WAVES_;                // tokens per workgroup per step
-  static constexpr int kPartials = kLoads * kRows;             // q.k partials per lane
+  static constexpr int kTile = kChunk * kTokenWaves;           // tokens per workgroup per step
+  static constexpr int kPartials = kLoads * kWaveRows;         // q.k partials per lane
   static constexpr int kMaxSplits = INGOT_AD_MAX_SPLITS;       // the plan never asks for more
   static constexpr int kMergeCols = INGOT_AD_MERGE_COLS(HEAD_DIM_);  // the wide merge's columns per workgroup
   static_assert(HEAD_DIM_ % 16 == 0 && kLanesPerToken <= kWaveSize, "head dim: a multiple of 16");

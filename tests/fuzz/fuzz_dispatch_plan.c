@@ -33,11 +33,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const ingot_dispatch_entry *e = &ingot_attention_decode_dispatch;
   /* Metadata: the seed kernel's, then overridden field by field; the loader
    * admits 1..INT32_MAX for the int fields, the stub is asked about any int. */
-  ingot_ad_kernel_meta m = {INGOT_DTYPE_BF16, 128, 4, 1, 4, 4, 16, 256, 0, 0};
+  ingot_ad_kernel_meta m = {INGOT_DTYPE_BF16, 128, 4, 1, 4, 4, 16, 256, 0, 0, 0};
   int *fields[] = {&m.dtype, &m.head_dim, &m.group, &m.max_sq, &m.rows,
-                   &m.waves, &m.tokens_per_wave, &m.max_splits, &m.paged, &m.lse};
+                   &m.waves, &m.tokens_per_wave, &m.max_splits, &m.paged, &m.lse, &m.row_waves};
   uint8_t which = fz_u8(&r);
-  for (int i = 0; i < 10; ++i)
+  for (int i = 0; i < 11; ++i)
     if (which & (1u << (i % 8)) && (i < 8 || (fz_u8(&r) & 1))) *fields[i] = fz_int(&r);
   ingot_device_caps caps = {64, 304, 65536, 0, 0};
   uint8_t c = fz_u8(&r);
@@ -77,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       lens[b] = (v & 3) == 0 ? (int32_t)(v >> 32) : (int32_t)((v >> 32) % ((uint64_t)g.capacity + 2));
     }
     char msg[512];
-    const char *why = rs_check(lens, B, (int)g.capacity, m.waves * m.tokens_per_wave, p.num_splits,
+    const char *why = rs_check(lens, B, (int)g.capacity, (int)ingot_ad_tile(&m), p.num_splits,
                                ingot_ad_bal_fill(ingot_ad_params_in(&p)->flags), g.k.dims[2],
                                (long long)ingot_ad_params_in(&p)->group * g.q.dims[2], g.q.dims[3], p.workspace_bytes, NULL, msg, sizeof msg);
     FZ_REQUIRE(why == NULL, "balanced schedule: %s", why);

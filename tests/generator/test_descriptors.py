@@ -80,13 +80,13 @@ class DescriptorTest(unittest.TestCase):
             kmd = docs[f"{pack}.kmd.json"]
             names = [f["name"] for f in kmd["fields"]]
             self.assertEqual(names, ["dtype", "head_dim", "group", "max_sq", "rows", "kv_layout", "waves",
-                                     "tokens_per_wave", "max_splits", "lse"])
+                                     "tokens_per_wave", "max_splits", "lse", "row_waves"])
             for kd in docs[f"{pack}.kdp.json"]["kernelDescriptors"]:
                 self.assertEqual(sorted(kd["metadata"]), sorted(names))
 
     def test_ued_knobs_are_kmd_fields(self):
         ued = self.packs["attention_decode"][1]["attention_decode.ued.json"]
-        self.assertEqual(ued["knobs"], ["max_splits", "tokens_per_wave", "waves"])
+        self.assertEqual(ued["knobs"], ["max_splits", "row_waves", "tokens_per_wave", "waves"])
 
     def test_udd_signature_is_the_documented_abi(self):
         udd = self.packs["attention_decode"][1]["attention_decode.udd.json"]

@@ -97,8 +97,9 @@ class RealConfigTest(unittest.TestCase):
             layout = {"contiguous": "contig", "paged": "paged"}[inst.kv_layout]
             tc = {"auto": "_tc", "simt": ""}[inst.math]
             st = f"s{inst.stages}" if inst.stages else ""
+            rw = "rw" if inst.row_waves else ""
             self.assertEqual(inst.name, f"attention_decode_{inst.dtype}_d{inst.head_dim}_g{inst.group}"
-                                        f"_sq{inst.max_sq}_{layout}_w{inst.waves}t{inst.tokens_per_wave}{tc}{st}")
+                                        f"_sq{inst.max_sq}_{layout}_w{inst.waves}t{inst.tokens_per_wave}{tc}{st}{rw}")
 
     def test_knob_overrides_apply_per_variant(self):
         # Each instance carries the pack's knobs overridden by its variant's (read from the config).
@@ -383,6 +384,44 @@ class ExpansionRuleTest(unittest.TestCase):
         (inst,) = expand(variant("v", extra="    knobs: {max_rows: 64}\n",
                                  extra_axes="      max_sq: [4]\n")).instances
         self.assertEqual((inst.rows, inst.rows_total), (8, 16))  # the kernel's own cap
+
+    def test_row_waves_hold_a_waves_rows_times_the_waves(self):
+        # Each wave holds its rows of the same tokens: a workgroup holds waves x a wave's rows, and
+        # a step takes one wave's chunk of tokens.
+        (inst,) = expand(variant("v", group="[64]", extra="    archs: [gfx942]\n"
+                                 "    knobs: {waves: 4, row_waves: true}\n")).instances
+        self.assertEqual((inst.rows, inst.wave_rows, inst.token_waves, inst.tile), (32, 8, 1, 16))
+        self.assertTrue(inst.name.endswith("_w4t16rw"), inst.name)
+        self.assertTrue(inst.metadata()["row_waves"])
+        # a group below waves x 8 rows: the waves' share, rounded up
+        (inst,) = expand(variant("v", group="[12]", extra="    archs: [gfx942]\n"
+                                 "    knobs: {waves: 4, row_waves: true}\n")).instances
+        self.assertEqual((inst.rows, inst.wave_rows), (12, 3))
+        # without the knob: the rows and tile of old
+        (inst,) = expand(variant("v", group="[64]", extra="    archs: [gfx942]\n    knobs: {waves: 4}\n")).instances
+        self.assertEqual((inst.rows, inst.wave_rows, inst.tile, inst.row_waves), (8, 8, 64, False))
+        self.assertNotIn("row_waves", inst.name)
+        # sm_90's tensor-core path shares a ring among the waves: a ring of the workgroup's
+        (inst,) = expand(variant("v", group="[64]", extra="    archs: [sm_90]\n"
+                                 "    knobs: {math: auto, waves: 8, row_waves: true, stages: 4}\n")).instances
+        arch = ARCHS["sm_90"]
+        self.assertEqual(inst.split_lds_bytes(arch), max(4 * (8 * 16 * 8 + 64 * 2 + 64 * 128), 4 * 2 * 16 * 128 * 2))
+        files = render_pack(expand(variant("v", group="[64]", extra="    archs: [sm_90]\n"
+                                           "    knobs: {math: auto, waves: 8, row_waves: true, stages: 4}\n")))
+        self.assertIn("/*rows*/ 8,", files[f"kernels/sm_90/{inst.name}.hip"])
+        self.assertIn("/*dynamic_lds*/ 0, /*row_waves*/ 1>", files[f"kernels/sm_90/{inst.name}.hip"])
+
+    def test_row_waves_errors(self):
+        errs = expand_errors(variant("v", group="[64]", extra="    knobs: {waves: 1, row_waves: true}\n"))
+        self.assertEqual(len(errs), 1, errs)
+        self.assertIn("knobs.row_waves: row_waves needs 2 or more waves to share a step's tokens", errs[0])
+        errs = expand_errors(variant("v", group="[64]", extra="    archs: [sm_90]\n"
+                                     "    knobs: {math: auto, waves: 4, row_waves: true}\n"))
+        self.assertEqual(len(errs), 1, errs)
+        self.assertIn("row_waves shares a shared-memory ring among the waves: it needs stages 2..8", errs[0])
+        errs = expand_errors(variant("v", group="[64]", extra="    knobs: {waves: 4, row_waves: 2}\n"))
+        self.assertEqual(len(errs), 1, errs)
+        self.assertIn("row_waves", errs[0])
 
     def test_seq_q_default_follows_max_sq(self):
         (inst,) = expand(variant("v", extra_axes="      max_sq: [2]\n")).instances

@@ -671,6 +671,7 @@ int dh_pack_kernels(const char *pack_dir, const char *arch, dh_kernel **out) {
     k->rows = (int)json_integer_value(json_object_get(m, "rows"));
     k->waves = (int)json_integer_value(json_object_get(m, "waves"));
     k->tokens_per_wave = (int)json_integer_value(json_object_get(m, "tokens_per_wave"));
+    k->row_waves = json_is_true(json_object_get(m, "row_waves"));
     const char *layout = json_string_value(json_object_get(m, "kv_layout"));
     k->paged = layout && strcmp(layout, "paged") == 0;
     k->lse = json_is_true(json_object_get(m, "lse"));

@@ -154,12 +154,18 @@ struct dh_kernel {
   char name[160];
   ingot_dtype dtype;
   int head_dim, group, max_sq, max_splits, paged, lse;
-  int rows, waves, tokens_per_wave; /* tiling: equal tiling and splits give equal bits */
+  int rows, waves, tokens_per_wave, row_waves; /* tiling: equal tiling and splits give equal bits */
   int has_arch; /* the kernel has a code object for the context's arch */
   int heads[2]; /* a (Hq, Hkv) pair the pack admits with this group; 0 when unknown */
   int page_size; /* a page size the pack admits (paged kernels) */
   int capacity[2]; /* the capacities its UMDs admit, inclusive */
 };
+
+/* Tokens a workgroup of kernel k takes per step: every wave's chunk, or one chunk
+ * for all its waves under row_waves. */
+static inline int dh_kernel_tile(const dh_kernel *k) {
+  return (k->row_waves ? 1 : k->waves) * k->tokens_per_wave;
+}
 
 /* Reads the pack folder's packaged KDP (<pack>.kdp.json) and its UMDs. Returns the count (>= 0) or -1. */
 int dh_pack_kernels(const char *pack_dir, const char *arch, dh_kernel **out);

@@ -138,6 +138,7 @@ static int ragged_case(dh_session *s, const dh_kernel *k, const dh_kernel *kc, i
       const dh_kernel *b = dh_kernel_named(s->kernels, s->num_kernels, ingot_plan_kernel_name(cc.plan));
       failures += run_twice(s, &cc, lens, kKindName[kind]);
       if (a && b && a->waves == b->waves && a->tokens_per_wave == b->tokens_per_wave && a->rows == b->rows &&
+          a->row_waves == b->row_waves &&
           ingot_plan_num_splits(c.plan) == ingot_plan_num_splits(cc.plan)) {
         ++*bitwise;
         if (memcmp(c.o, cc.o, c.n_q * 2) != 0 || (c.s.lse && memcmp(c.lse, cc.lse, c.n_lse * 4) != 0)) {

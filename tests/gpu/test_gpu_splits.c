@@ -19,7 +19,7 @@
 static int same_tiling(const dh_kernel *a, const dh_kernel *b) {
   return a != NULL && b != NULL && a->dtype == b->dtype && a->head_dim == b->head_dim &&
          a->group == b->group && a->max_sq == b->max_sq && a->rows == b->rows &&
-         a->waves == b->waves && a->tokens_per_wave == b->tokens_per_wave;
+         a->waves == b->waves && a->tokens_per_wave == b->tokens_per_wave && a->row_waves == b->row_waves;
 }
 
 /* Where paged output p and contiguous output c differ: "O", "LSE", or NULL when
@@ -77,7 +77,7 @@ static int long_segments(dh_session *sess, const dh_kernel *kc, const dh_kernel 
     /* the fewest chunks a wave walks: the shortest sequence's segments (kernel segment()) */
     int fewest = -1;
     if (b != NULL) {
-      const int tile = b->waves * b->tokens_per_wave;
+      const int tile = dh_kernel_tile(b);
       for (int q = 0; q < s.batch; ++q) {
         const int tiles = (lens[q] + tile - 1) / tile, per = (tiles + splits - 1) / splits;
         if (fewest < 0 || per < fewest) fewest = per;

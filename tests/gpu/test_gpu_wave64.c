@@ -515,7 +515,7 @@ static int run_kernel(dh_session *sess, int i, int *hits, tally *t) {
     dh_case_destroy(&c);
   }
   /* A long cache of one sequence and one KV head: more than 16 segments, the wide merge. */
-  const int tile = k->waves * k->tokens_per_wave;
+  const int tile = dh_kernel_tile(k);
   const int longcap = 20 * 64 * tile;
   if (longcap >= k->capacity[0] && longcap <= k->capacity[1]) {
     if (shaped_case(&c, sess->ctx, k, longcap, 1, INGOT_MASK_CAUSAL, k->max_sq, 1, ++seed, ks, n, &chosen) != 0) {

@@ -933,7 +933,7 @@ static void test_ids_across_packs(void) {
 
 static void test_metadata_bounds(void) {
   char dir[1024];
-  for (int c = 0; c < 6; ++c) {
+  for (int c = 0; c < 9; ++c) {
     CHECK(copy_pack(g_pack, dir, sizeof dir));
     json_t *kdp = load_json(dir, "test_seed.kdp.json");
     json_t *md = json_object_get(json_array_get(json_object_get(kdp, "kernelDescriptors"), 0), "metadata");
@@ -946,9 +946,22 @@ static void test_metadata_bounds(void) {
     case 2: json_object_set_new(md, "head_dim", json_integer(16 * rnd_range(1, 16) + rnd_range(1, 15)));
             n1 = "metadata.head_dim: "; n2 = "(allowed: a multiple of 16"; break;
     case 3: json_object_set_new(md, "max_sq", json_integer(rnd_range(9, INT32_MAX))); n1 = "metadata: rows ";
-            n2 = "(allowed: rows 1..8, max_sq 1..8)"; break;
+            n2 = "(allowed: rows 1..8 per wave, max_sq 1..8;"; break;
     case 4: json_object_set_new(md, "rows", json_integer(rnd_range(9, INT32_MAX)));
-            n1 = "metadata: rows "; n2 = "(allowed: rows 1..8, max_sq 1..8)"; break;
+            n1 = "metadata: rows "; n2 = "(allowed: rows 1..8 per wave, max_sq 1..8;"; break;
+    case 5: /* row_waves: rows past 8 x waves, or not a multiple of the waves */
+      json_object_set_new(md, "row_waves", json_true());
+      json_object_set_new(md, "rows", json_integer(rnd() & 1 ? rnd_range(33, INT32_MAX) : 4 * rnd_range(1, 7) + 2));
+      n1 = ", waves 4, row_waves true "; n2 = "row_waves: 2+ waves, rows a multiple of them)"; break;
+    case 6: /* row_waves with one wave: nothing to share */
+      json_object_set_new(md, "row_waves", json_true());
+      json_object_set_new(md, "waves", json_integer(1));
+      json_object_set_new(md, "rows", json_integer(4));
+      n1 = "metadata: rows 4, max_sq "; n2 = "waves 1, row_waves true"; break;
+    case 7: /* row_waves: the most rows, 8 per wave */
+      json_object_set_new(md, "row_waves", json_true());
+      json_object_set_new(md, "rows", json_integer(32));
+      break;
     default: json_object_set_new(md, "waves", json_integer(16)); break; /* the largest accepted */
     }
     save_json(dir, "test_seed.kdp.json", kdp);

@@ -27,7 +27,7 @@ static const int kHeads[][2] = {{8, 8}, {8, 2}, {32, 8}, {64, 8}};
 static ingot_dispatch_plan stub_plan(const ingot_attention_graph *g, int waves, int blocks,
                                      const ingot_device_caps *device) {
   const ingot_dispatch_entry *e = ingot_dispatch_find("ingot_attention_decode_dispatch");
-  const ingot_ad_kernel_meta m = {g->q.dtype, 128, 4, 1, 4, waves, 16, 256, g->kv_layout == INGOT_KV_PAGED, 1};
+  const ingot_ad_kernel_meta m = {g->q.dtype, 128, 4, 1, 4, waves, 16, 256, g->kv_layout == INGOT_KV_PAGED, 1, 0};
   const ingot_device_caps caps = {device->wave_size, device->compute_units, device->max_lds_bytes, blocks,
                                   device->balance};
   ingot_dispatch_plan p;
@@ -161,12 +161,15 @@ static void check_kernel_inputs(ingot_context *ctx) {
   CHECK_HAS(ingot_context_last_error(ctx), "graph: o strides [8,8,8,1] with dims [1,8,1,128] overlap");
 }
 
-/* The group a kernel's rows are sized for, for a graph of `group` at head dim d on the arch
- * (configs/attention_decode.yaml): group 1 alone, 2..4 on the group-4 kernels, 5 up on the
- * group-8 ones; head dims 80..192 have one kernel for every group, of 8 rows on sm_90 (tensor
- * cores) and 4 on the AMD archs. */
-static int tile_group(int d, int group, int sm90) {
+/* The group a kernel's rows are sized for, for a graph of `group` and sq query tokens at
+ * head dim d on the arch (configs/attention_decode.yaml): group 1 alone, 2..4 on the group-4
+ * kernels, 5..8 on the group-8 ones, 9 up at head dims 64 and 128 and one query token on the
+ * row-wave kernels (decode_mq: 64 rows on sm_90, 32 on the AMD archs), else the group-8 ones;
+ * head dims 80..192 have one kernel for every group, of 8 rows on sm_90 (tensor cores) and 4
+ * on the AMD archs. */
+static int tile_group(int d, int group, int sq, int sm90) {
   if (d == 80 || d == 96 || d == 112 || d == 160 || d == 192) return sm90 ? 8 : 4;
+  if (group > 8 && sq == 1 && (d == 64 || d == 128)) return sm90 ? 64 : 32;
   return group == 1 ? 1 : group <= 4 ? 4 : 8;
 }
 
@@ -232,7 +235,7 @@ static void check_models(ingot_context *ctx, const char *arch) {
           fprintf(stderr, "  %s %s: %s\n", arch, ms->name, ingot_context_last_error(ctx));
           continue;
         }
-        const int tile = tile_group(ms->d, ms->hq / ms->hkv, strcmp(arch, "sm_90") == 0);
+        const int tile = tile_group(ms->d, ms->hq / ms->hkv, 1, strcmp(arch, "sm_90") == 0);
         char want[96];
         snprintf(want, sizeof want, "attention_decode_%s_d%d_g%d_sq1_%s_", dt == INGOT_DTYPE_BF16 ? "bf16" : "fp16",
                  ms->d, tile, paged ? "paged" : "contig");
@@ -349,7 +352,7 @@ static void check_plan_capacity_bound(void) {
   const ingot_device_caps caps = {32, 132, 232448, 2, 0};
   for (int waves = 1; waves <= 8; waves *= 2) {
     const int tpw = 16 << rnd_range(0, 2);
-    const ingot_ad_kernel_meta m = {INGOT_DTYPE_BF16, 128, 4, 1, 4, waves, tpw, 256, 0, 1};
+    const ingot_ad_kernel_meta m = {INGOT_DTYPE_BF16, 128, 4, 1, 4, waves, tpw, 256, 0, 1, 0};
     const int64_t bound = 2147483647 - 8 * (int64_t)waves * tpw;
     ingot_attention_graph g = shaped_graph(INGOT_DTYPE_BF16, 8, 2, 128, 1, 1, bound, 0, 16, 0, 0);
     ingot_dispatch_plan p;
@@ -421,7 +424,7 @@ int main(int argc, char **argv) {
       ++planned;
       const int group = h[0] / h[1];
       const int wide = d == 160 || d == 192, odd = d == 80 || d == 96 || d == 112;
-      const int tile = tile_group(d, group, a == 0);
+      const int tile = tile_group(d, group, sq, a == 0);
       char want[128];
       snprintf(want, sizeof want, "attention_decode_%s_d%d_g%d_sq%d_%s_", dt == INGOT_DTYPE_BF16 ? "bf16" : "fp16", d,
                tile, sq > 1 ? 4 : 1, paged ? "paged" : "contig");

@@ -50,7 +50,7 @@ static void fill_lengths(int32_t *lens, int B, int capacity, int kind) {
   }
 }
 
-static int tile_of(const ingot_ad_kernel_meta *m) { return m->waves * m->tokens_per_wave; }
+static int tile_of(const ingot_ad_kernel_meta *m) { return (int)ingot_ad_tile(m); }
 
 /* The stub's plan of a (B, Hkv, capacity) graph with the seed-like kernel m, balanced or not. */
 static ingot_status plan_of(const ingot_ad_kernel_meta *m, int B, int Hkv, int64_t capacity, int paged, int balance,
@@ -65,15 +65,16 @@ static ingot_status plan_of(const ingot_ad_kernel_meta *m, int B, int Hkv, int64
  * plan's grids, flags and workspace; then its schedule on fresh lengths. */
 static void check_plans(void) {
   static const ingot_ad_kernel_meta kernels[] = {
-      {INGOT_DTYPE_BF16, 128, 4, 1, 4, 4, 16, 256, 0, 1}, /* the seed tile: 64 tokens */
-      {INGOT_DTYPE_BF16, 128, 4, 1, 4, 8, 16, 256, 1, 1}, /* 8 waves, paged: 128 */
-      {INGOT_DTYPE_FP16, 128, 8, 4, 8, 4, 16, 256, 0, 1}, /* 32 rows: 4 row blocks */
-      {INGOT_DTYPE_BF16, 256, 1, 1, 1, 4, 8, 256, 1, 0},  /* head dim 256, 32 tokens */
-      {INGOT_DTYPE_BF16, 128, 4, 1, 4, 2, 16, 7, 0, 0},   /* max_splits 7 caps the units */
+      {INGOT_DTYPE_BF16, 128, 4, 1, 4, 4, 16, 256, 0, 1, 0}, /* the seed tile: 64 tokens */
+      {INGOT_DTYPE_BF16, 128, 4, 1, 4, 8, 16, 256, 1, 1, 0}, /* 8 waves, paged: 128 */
+      {INGOT_DTYPE_FP16, 128, 8, 4, 8, 4, 16, 256, 0, 1, 0}, /* 32 rows: 4 row blocks */
+      {INGOT_DTYPE_BF16, 256, 1, 1, 1, 4, 8, 256, 1, 0, 0},  /* head dim 256, 32 tokens */
+      {INGOT_DTYPE_BF16, 128, 4, 1, 4, 2, 16, 7, 0, 0, 0},   /* max_splits 7 caps the units */
+      {INGOT_DTYPE_BF16, 64, 64, 1, 64, 8, 32, 256, 1, 1, 1}, /* row_waves: 64 rows, a tile of 32 */
   };
   int balanced = 0, uniform = 0, capped = 0;
   for (int it = 0; it < 300; ++it) {
-    const ingot_ad_kernel_meta *m = &kernels[rnd_range(0, 4)];
+    const ingot_ad_kernel_meta *m = &kernels[rnd_range(0, 5)];
     const int pick = (int)rnd_range(0, 9);
     const int B = pick == 0 ? 1 : pick == 1 ? INGOT_AD_BALANCED_MAX_BATCH + (int)rnd_range(1, 3000)
                 : pick == 2 ? INGOT_AD_BALANCED_MAX_BATCH : (int)rnd_range(2, pick < 6 ? 64 : INGOT_AD_BALANCED_MAX_BATCH);

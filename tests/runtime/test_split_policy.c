@@ -14,13 +14,13 @@
 #include "dispatch.h"
 #include "ingot_attention_decode_plan.h"
 
-static const ingot_ad_kernel_meta k_seed = {INGOT_DTYPE_BF16, 128, 4, 1, 4, 4, 16, 256, 0, 0};
+static const ingot_ad_kernel_meta k_seed = {INGOT_DTYPE_BF16, 128, 4, 1, 4, 4, 16, 256, 0, 0, 0};
 
 /* The head-dim-256 ring kernels (decode_d256_tc, decode_g8_d256_tc): 4 waves, 16 tokens. */
-static const ingot_ad_kernel_meta k_d256_ring = {INGOT_DTYPE_BF16, 256, 4, 1, 4, 4, 16, 256, 0, 0};
-static const ingot_ad_kernel_meta k_g8_d256_ring = {INGOT_DTYPE_BF16, 256, 8, 1, 8, 4, 16, 256, 0, 0};
+static const ingot_ad_kernel_meta k_d256_ring = {INGOT_DTYPE_BF16, 256, 4, 1, 4, 4, 16, 256, 0, 0, 0};
+static const ingot_ad_kernel_meta k_g8_d256_ring = {INGOT_DTYPE_BF16, 256, 8, 1, 8, 4, 16, 256, 0, 0, 0};
 /* decode_mid: head dim 128, 4 waves x 16 tokens, one resident per SM (128 KiB of rings). */
-static const ingot_ad_kernel_meta k_mid = {INGOT_DTYPE_BF16, 128, 4, 1, 4, 4, 16, 256, 0, 0};
+static const ingot_ad_kernel_meta k_mid = {INGOT_DTYPE_BF16, 128, 4, 1, 4, 4, 16, 256, 0, 0, 0};
 
 static int splits_with(const ingot_dispatch_entry *e, const ingot_ad_kernel_meta *m, int B, int Hq, int Hkv,
                        int64_t cap, const ingot_device_caps *caps) {

@@ -18,7 +18,7 @@ HEAD_DIMS = (64, 80, 96, 112, 128, 160, 192, 256)
 KV_LAYOUTS = ("contiguous", "paged")
 MASKS = ("none", "causal")
 MAX_GROUP = 65535  # Hq / Hkv: row blocks of a KV head are grid x, at most 2^31 / (Hkv x splits)
-MAX_ROWS = 8  # q and accumulator rows one workgroup keeps in registers
+MAX_ROWS = 8  # q and accumulator rows one wave keeps in registers (a workgroup: waves x them under row_waves)
 MAX_SPLITS = 256  # kernel limit (kMaxSplits in the header)
 INT32_MAX = (1 << 31) - 1
 # The graph's own bound on capacity; a kernel's is lower (capacity_limit below).
@@ -64,8 +64,14 @@ KNOBS = {
     # Experiment: 1 stamps each workgroup's phases into records past the workspace's
     # partials (bench/kernel_probe.py --trace; tensor-core path, NVIDIA archs).
     "trace": Int(0, 1),
+    # true: the waves of a workgroup take different rows of the same tokens (each
+    # its max_rows of waves x max_rows rows) instead of different tokens of the
+    # same rows, so that a large group (multi-query: 48/1, 71/1) reads K and V
+    # once per waves x max_rows rows; on the tensor-core path through one
+    # shared-memory ring the workgroup fills together (stages >= 2).
+    "row_waves": Bool(),
 }
-OPTIONAL_KNOBS = {"occupancy": 0, "math": "simt", "stages": 0, "trace": 0}
+OPTIONAL_KNOBS = {"occupancy": 0, "math": "simt", "stages": 0, "trace": 0, "row_waves": False}
 
 # A kernel's rows are sized for its group (the axis `group`: group x max_sq
 # rows, at most 8 per workgroup), and it runs any group in its range of
@@ -137,6 +143,7 @@ SPLIT_ENTRY_POINTS = ("split", "balanced_split")
 METADATA_TYPES = {
     "dtype": "string", "head_dim": "int", "group": "int", "max_sq": "int", "rows": "int",
     "kv_layout": "string", "waves": "int", "tokens_per_wave": "int", "max_splits": "int", "lse": "bool",
+    "row_waves": "bool",
 }
 
 
@@ -170,6 +177,17 @@ class Instance:
     archs: tuple = ()  # the archs it is built for (the variant's, else the pack's)
     trace: int = 0  # knob `trace`
     groups: tuple = ()  # (lo, hi): the groups (Hq / Hkv) it runs; () = (group, group)
+    row_waves: bool = False  # knob `row_waves`: rows (a wave's rows x waves) the waves share tokens of
+
+    @property
+    def wave_rows(self):
+        """Rows one wave holds (rows is the workgroup's: waves x these under row_waves)."""
+        return self.rows // self.waves if self.row_waves else self.rows
+
+    @property
+    def token_waves(self):
+        """Waves that take different tokens of a step (1 under row_waves)."""
+        return 1 if self.row_waves else self.waves
 
     @property
     def group_range(self):
@@ -182,8 +200,9 @@ class Instance:
         tc = "_tc" if self.math == "auto" else ""
         st = f"s{self.stages}" if self.stages else ""
         trace = "x" if self.trace else ""
+        rw = "rw" if self.row_waves else ""
         return (f"{self.pack}_{self.dtype}_d{self.head_dim}_g{self.group}_sq{self.max_sq}_{layout}"
-                f"_w{self.waves}t{self.tokens_per_wave}{occ}{tc}{st}{trace}")
+                f"_w{self.waves}t{self.tokens_per_wave}{occ}{tc}{st}{rw}{trace}")
 
     def filename(self, arch):
         return f"kernels/{arch}/{self.name}.hip"
@@ -195,12 +214,13 @@ class Instance:
     def code_key(self):
         """What changes the code: two instances with the same key are duplicates."""
         return (self.dtype, self.head_dim, self.group, self.kv_layout, self.max_sq, self.waves,
-                self.tokens_per_wave, self.rows, self.occupancy, self.math, self.stages, self.trace)
+                self.tokens_per_wave, self.rows, self.occupancy, self.math, self.stages, self.trace,
+                self.row_waves)
 
     @property
     def tile(self):
         """Tokens one workgroup streams per step."""
-        return self.waves * self.tokens_per_wave
+        return self.token_waves * self.tokens_per_wave
 
     @property
     def capacity_limit(self):
@@ -230,7 +250,7 @@ class Instance:
         return {"dtype": self.dtype, "head_dim": self.head_dim, "group": self.group,
                 "max_sq": self.max_sq, "rows": self.rows, "kv_layout": self.kv_layout,
                 "waves": self.waves, "tokens_per_wave": self.tokens_per_wave,
-                "max_splits": self.max_splits, "lse": self.lse}
+                "max_splits": self.max_splits, "lse": self.lse, "row_waves": self.row_waves}
 
     def admission(self):
         """Per-dimension admitted sets, for the shadowing check. Each value is a
@@ -294,7 +314,7 @@ class Instance:
         256: docs/decisions/0025-amd-mfma-d256.md), at least 4 rows, 16-token tiles."""
         matrix_cores = arch.vendor == "amd" or arch.wave_size == 64
         return (self.math == "auto" and matrix_cores and self.head_dim == 128
-                and self.rows >= 4 and self.tokens_per_wave % 16 == 0)
+                and self.wave_rows >= 4 and self.tokens_per_wave % 16 == 0)
 
     def uses_ring(self, arch):
         """The tensor-core path with a shared-memory ring (NVIDIA only)."""
@@ -304,9 +324,11 @@ class Instance:
         """LDS of the split kernel: SplitShared (ingot_ad_split_finish.h), or the
         SplitSmem union with the ring (ingot_ad_split_mma.h), at least as large as
         either, in 16-byte units."""
-        split = 4 * self.waves * (self.tokens_per_wave * self.rows + 2 * self.rows + self.rows * self.head_dim)
+        split = 4 * (self.waves * self.tokens_per_wave * self.wave_rows
+                     + self.token_waves * (2 * self.rows + self.rows * self.head_dim))
         if self.uses_ring(arch):
-            split = max(split, self.waves * self.stages * 2 * self.tokens_per_wave * self.mma_dim * ELEMENT_BYTES)
+            split = max(split, self.token_waves * self.stages * 2 * self.tokens_per_wave * self.mma_dim
+                        * ELEMENT_BYTES)
         return (split + 15) // 16 * 16
 
     def dynamic_lds(self, arch):
@@ -436,7 +458,9 @@ def expand(var, points, ctx):
             ctx.error(apath + ("seq_q",), f"seq_q up to {seq_q[1]} exceeds the instance's max_sq "
                       f"{point['max_sq']}")
             return None
-        rows = min(point["group"] * point["max_sq"], knobs["max_rows"], MAX_ROWS)
+        # a wave's rows: the kernel's rows, or under row_waves their share of each wave
+        waves = knobs["waves"] if knobs["row_waves"] else 1
+        rows = min(-(-point["group"] * point["max_sq"] // waves), knobs["max_rows"], MAX_ROWS) * waves
         inst = Instance(
             pack=var.pack, variant=var.name, dtype=point["dtype"], head_dim=point["head_dim"],
             group=point["group"], kv_layout=point["kv_layout"], max_sq=point["max_sq"],
@@ -449,7 +473,7 @@ def expand(var, points, ctx):
             page_sizes=tuple(sorted(admit["page_sizes"] or [])) if point["kv_layout"] == "paged" else (),
             masks=tuple(sorted(admit["masks"])), lse=admit["lse"], archs=tuple(a.name for a in archs),
             trace=knobs["trace"],
-            groups=groups if groups != (point["group"],) * 2 else ())
+            groups=groups if groups != (point["group"],) * 2 else (), row_waves=knobs["row_waves"])
         if not _check_instance_fits(inst, archs, var.path, ctx):
             return None
         if inst.capacity[1] > inst.capacity_limit:
@@ -472,6 +496,10 @@ def _check_instance_fits(inst, archs, vpath, ctx):
         ctx.error(vpath + ("knobs", "stages"), f"stages {inst.stages} needs math 'auto' (the tensor-core "
                   "path streams through shared memory; the SIMT path keeps its pipeline in registers)")
         return False
+    if inst.row_waves and inst.waves < 2:
+        ctx.error(vpath + ("knobs", "row_waves"), f"row_waves needs 2 or more waves to share a step's "
+                  f"tokens (instance {inst.name} has waves {inst.waves})")
+        return False
     if inst.trace and (inst.math != "auto" or any(a.vendor != "nvidia" for a in archs)):
         ctx.error(vpath + ("knobs", "trace"), f"trace 1 needs math 'auto' and NVIDIA archs only (its "
                   f"stamps are in the tensor-core path); instance {inst.name} has math '{inst.math}', "
@@ -487,8 +515,10 @@ def _check_instance_fits(inst, archs, vpath, ctx):
             why = []
             if inst.tokens_per_wave % 16:
                 why.append(f"tokens_per_wave {inst.tokens_per_wave} is not a multiple of 16")
-            if inst.rows > 8:
-                why.append(f"{inst.rows} rows per workgroup exceed 8")
+            if inst.wave_rows > 8:
+                why.append(f"{inst.wave_rows} rows per wave exceed 8")
+            if inst.row_waves and not inst.stages and arch.wave_size == 32:  # (sm_90_w64 runs AMD's paths)
+                why.append("row_waves shares a shared-memory ring among the waves: it needs stages 2..8")
             if inst.stages and (inst.tokens_per_wave * inst.head_dim // 8) % arch.wave_size:
                 why.append(f"the ring's {inst.tokens_per_wave} x {inst.head_dim // 8} chunk copies per "
                            f"stage are not whole waves of {arch.wave_size}")
@@ -504,7 +534,7 @@ def _check_instance_fits(inst, archs, vpath, ctx):
             ok = False
         ring = ""
         if inst.uses_ring(arch):
-            ring = (f" (its shared-memory ring: {inst.waves} waves x {inst.stages} stages x "
+            ring = (f" (its shared-memory ring: {inst.token_waves} waves x {inst.stages} stages x "
                     f"{inst.tokens_per_wave} tokens x head dim {inst.head_dim} x 4 bytes for K and V)")
         if inst.dynamic_lds(arch) > arch.max_dynamic_lds_bytes:
             ctx.error(vpath + ("knobs",), f"instance {inst.name} needs {inst.dynamic_lds(arch)} bytes of "
@@ -541,7 +571,7 @@ def dispatch_context(pack):
 FLAG_BALANCED, FLAG_FILL_SHIFT, FLAG_FILL_MASK, FLAG_BATCH_SHIFT = 4, 3, 0x1ff, 16
 ABI = (
     Const("INGOT_AD_MAX_SPLITS", MAX_SPLITS, "KV segments of one (sequence, KV head) the merge takes"),
-    Const("INGOT_AD_MAX_ROWS", MAX_ROWS, "(query head, query token) rows one workgroup holds"),
+    Const("INGOT_AD_MAX_ROWS", MAX_ROWS, "(query head, query token) rows one wave holds (a workgroup: waves x them under row_waves)"),
     Const("INGOT_AD_MAX_SQ", MAX_SQ, "query tokens per sequence"),
     Const("INGOT_AD_HEAD_DIM_STEP", HEAD_DIM_STEP, "head dims are multiples of it"),
     Const("INGOT_AD_MAX_PAGE_SIZE", MAX_PAGE_SIZE, "tokens per KV page"),

@@ -32,7 +32,7 @@ static const ingot_meta_field kMetaFields[] = {
     {"dtype", "string"},      {"head_dim", "int"},   {"group", "int"},
     {"max_sq", "int"},        {"rows", "int"},       {"waves", "int"},
     {"tokens_per_wave", "int"}, {"max_splits", "int"}, {"kv_layout", "string"},
-    {"lse", "bool"},
+    {"lse", "bool"},          {"row_waves", "bool"},
 };
 
 static int int_field(json_t *md, const char *key, int *out, char *where, size_t wn, char *err, size_t en) {
@@ -53,6 +53,7 @@ static int meta_decode(json_t *md, const char *const *archs, size_t num_archs, v
   ingot_ad_kernel_meta *m = out;
   if (!ingot_meta_dtype_layout(md, &m->dtype, &m->paged, where, wn, err, en)) return 0;
   m->lse = json_is_true(json_object_get(md, "lse"));
+  m->row_waves = json_is_true(json_object_get(md, "row_waves"));
   if (!int_field(md, "head_dim", &m->head_dim, where, wn, err, en) ||
       !int_field(md, "group", &m->group, where, wn, err, en) ||
       !int_field(md, "max_sq", &m->max_sq, where, wn, err, en) ||
@@ -71,10 +72,14 @@ static int meta_decode(json_t *md, const char *const *archs, size_t num_archs, v
                      "%d (allowed: 1..%d: waves x wave size %d on %s <= %d threads per workgroup)", m->waves,
                      INGOT_AD_MAX_BLOCK_THREADS / wave, wave, archs[a], INGOT_AD_MAX_BLOCK_THREADS);
   }
-  /* a workgroup's rows and a sequence's query tokens (the kernels' register tiles) */
-  if (m->rows > INGOT_AD_MAX_ROWS || m->max_sq > INGOT_AD_MAX_SQ)
-    return ingot_meta_fail(where, wn, "", err, en, "rows %d, max_sq %d (allowed: rows 1..%d, max_sq 1..%d)", m->rows,
-                   m->max_sq, INGOT_AD_MAX_ROWS, INGOT_AD_MAX_SQ);
+  /* a workgroup's rows (a wave's, times the waves under row_waves) and a
+   * sequence's query tokens (the kernels' register tiles) */
+  const int max_rows = INGOT_AD_MAX_ROWS * (m->row_waves ? m->waves : 1);
+  if (m->rows > max_rows || m->max_sq > INGOT_AD_MAX_SQ || (m->row_waves && (m->waves < 2 || m->rows % m->waves)))
+    return ingot_meta_fail(where, wn, "", err, en,
+                   "rows %d, max_sq %d, waves %d, row_waves %s (allowed: rows 1..%d per wave, max_sq 1..%d; "
+                   "row_waves: 2+ waves, rows a multiple of them)", m->rows, m->max_sq, m->waves,
+                   m->row_waves ? "true" : "false", INGOT_AD_MAX_ROWS, INGOT_AD_MAX_SQ);
   return 1;
 }
 

@@ -38,7 +38,14 @@ typedef struct ingot_ad_kernel_meta {
   int max_splits;
   int paged;         /* 0 contiguous, 1 paged */
   int lse;           /* kernel may write LSE */
+  int row_waves;     /* non-zero: the waves take different rows of the same tokens (knob row_waves) */
 } ingot_ad_kernel_meta;
+
+/* Tokens a workgroup of kernel m takes per step (a tile): every wave's chunk, or
+ * one chunk for all its waves under row_waves. */
+static inline int64_t ingot_ad_tile(const ingot_ad_kernel_meta *m) {
+  return (int64_t)(m->row_waves ? 1 : m->waves) * m->tokens_per_wave;
+}
 
 /* The scalars a plan fixes for the kernels (ingot_dispatch_plan.params): the
  * graph's strides, sizes, flags, scale; pack() adds the pointers. */
@@ -245,14 +252,15 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
                           "plan: kernel metadata out of range (waves %d, tokens_per_wave %d, rows %d, group %d, "
                           "max_splits %d; allowed: >= 1, waves x wave size <= 1024)",
                           m->waves, m->tokens_per_wave, m->rows, m->group, m->max_splits);
+  const int64_t tile = ingot_ad_tile(m);
   /* waves <= 32 and tokens_per_wave < 2^31 (checked above): no overflow */
-  const int64_t index_reach = INGOT_AD_TOKEN_INDEX_TILES * (int64_t)m->waves * (int64_t)m->tokens_per_wave;
+  const int64_t index_reach = INGOT_AD_TOKEN_INDEX_TILES * tile;
   if (g->capacity < 1 || g->capacity > (int64_t)INT32_MAX - index_reach)
     return ingot_dispatch_refuse(err, err_size,
                           "plan: capacity %lld outside 1..%lld (the kernel's int32 token indices run %d tiles "
                           "of %lld tokens past the capacity: at most 2^31 - 1 - %lld)",
                           (long long)g->capacity, (long long)((int64_t)INT32_MAX - index_reach),
-                          INGOT_AD_TOKEN_INDEX_TILES, (long long)((int64_t)m->waves * m->tokens_per_wave),
+                          INGOT_AD_TOKEN_INDEX_TILES, (long long)tile,
                           (long long)index_reach);
   int64_t page_size = 0;
   if (paged) {
@@ -270,7 +278,6 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   /* group x Sq rows per KV head (< 2^16 x 8), in row blocks of the kernel's rows. */
   const int64_t rows_total = group * Sq;
   const int64_t row_blocks = ingot_ad_ceil_div(rows_total, m->rows);
-  const int64_t tile = (int64_t)m->waves * m->tokens_per_wave;
   /* Segments come in whole waves of the device's resident workgroups: a partial
    * last wave would leave CUs idle while it runs. One wave, unless a segment
    * would then cover more than max_tiles_per_split tiles of the capacity; then
