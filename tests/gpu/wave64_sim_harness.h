@@ -197,9 +197,9 @@ inline int group_of(const char *name) {
 // `splits` units, of which the device takes at least `fill` (ingot_ad_bal_active).
 template <class T>
 int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *lens, int splits, Stats &st,
-             int fill = 0) {
+             int fill = 0, int group = 0) {
   constexpr int D = T::kHeadDim, SQ = T::kMaxSq;
-  const int G = group_of(name);
+  const int G = group > 0 ? group : group_of(name);  // the kernel's own, unless given
   if (G < 1) {
     std::fprintf(stderr, "FAIL %s: no group in the name\n", name);
     return 1;
@@ -346,6 +346,13 @@ int run_kernel(const char *name, Stats &st) {
     const int32_t r[3] = {large, causal ? 0 : 3, 2 * (int)(rnd() % (uint64_t)(large / 2)) + 1};
     failures += run_case<T>(pool, name, causal, large, r, 5, st, 5);
     failures += run_case<T>(pool, name, causal, large, r, 20, st, 4);
+    if constexpr (T::kRowWaves) {
+      // Row waves: a group of 2 blocks and 7 rows (71 at 32 rows: Falcon-7B's, the last
+      // block's waves but the first all padding) and one of a wave's rows and one more
+      // (a wave of one live row, the rest padding).
+      failures += run_case<T>(pool, name, causal, small, sets[causal], 3, st, 0, 2 * T::kRows + 7);
+      failures += run_case<T>(pool, name, causal, large, l, 20, st, 0, T::kWaveRows + 1);
+    }
   }
   return failures;
 }
