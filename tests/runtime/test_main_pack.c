@@ -447,8 +447,11 @@ int main(int argc, char **argv) {
                 (long long)capacity, paged ? "paged" : "contiguous", page, name, mid ? "expected" : "not expected");
       /* Only the rings past 48 KiB take dynamic shared memory, their split alone: 4 waves
        * x 3 stages x 16 tokens x 256 x 2 (K, V) x 2 bytes at head dim 256, 4 x 4 x 16 x
-       * 128 x 2 x 2 for decode_mid. */
-      const uint32_t dyn = d == 256 && d256_tc ? 196608u : wide && a == 0 ? 147456u : mid ? 131072u : 0u;
+       * 128 x 2 x 2 for decode_mid, and at head dim 128 the row-wave kernel's one ring of
+       * 4 stages x 32 tokens x 128 x 2 x 2 (decode_mq). */
+      const int mq = a == 0 && tile == 64;
+      const uint32_t dyn = d == 256 && d256_tc ? 196608u : wide && a == 0 ? 147456u : mid ? 131072u
+                         : mq && d == 128 ? 65536u : 0u;
       for (int l = 0; l < plan->dispatch.num_launches; ++l) {
         const ingot_launch *ln = &plan->dispatch.launches[l];
         /* the split kernels' (uniform and balanced) */
