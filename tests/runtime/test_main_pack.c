@@ -164,12 +164,12 @@ static void check_kernel_inputs(ingot_context *ctx) {
 /* The group a kernel's rows are sized for, for a graph of `group` and sq query tokens at
  * head dim d on the arch (configs/attention_decode.yaml): group 1 alone, 2..4 on the group-4
  * kernels, 5..8 on the group-8 ones, 9 up at head dims 64 and 128 and one query token on the
- * row-wave kernels (decode_mq: 64 rows on sm_90, 32 on the AMD archs), else the group-8 ones;
+ * row-wave kernels (decode_mq, decode_mq_amd: 32 rows, 4 waves of 8), else the group-8 ones;
  * head dims 80..192 have one kernel for every group, of 8 rows on sm_90 (tensor cores) and 4
  * on the AMD archs. */
 static int tile_group(int d, int group, int sq, int sm90) {
   if (d == 80 || d == 96 || d == 112 || d == 160 || d == 192) return sm90 ? 8 : 4;
-  if (group > 8 && sq == 1 && (d == 64 || d == 128)) return sm90 ? 64 : 32;
+  if (group > 8 && sq == 1 && (d == 64 || d == 128)) return 32;
   return group == 1 ? 1 : group <= 4 ? 4 : 8;
 }
 
@@ -449,7 +449,7 @@ int main(int argc, char **argv) {
        * x 3 stages x 16 tokens x 256 x 2 (K, V) x 2 bytes at head dim 256, 4 x 4 x 16 x
        * 128 x 2 x 2 for decode_mid, and at head dim 128 the row-wave kernel's one ring of
        * 4 stages x 32 tokens x 128 x 2 x 2 (decode_mq). */
-      const int mq = a == 0 && tile == 64;
+      const int mq = a == 0 && tile == 32;
       const uint32_t dyn = d == 256 && d256_tc ? 196608u : wide && a == 0 ? 147456u : mid ? 131072u
                          : mq && d == 128 ? 65536u : 0u;
       for (int l = 0; l < plan->dispatch.num_launches; ++l) {
