@@ -1,7 +1,7 @@
 // ingot_ad_split_mfma.h: the matrix-core split kernel (decode_split_mfma), AMD's
 // path where a workgroup's rows fill a 16-row matrix tile well enough (traits
-// kUseMfma: bf16 or fp16, at least 4 rows, head dim 128; docs/decisions/0025 says why not
-// 256, though the code below is written for any multiple of 128). It runs on gfx942
+// kUseMfma: bf16 or fp16, at least 4 rows, head dim 64 or 128; docs/decisions/0025 says why
+// not 256, though the code below is written for 64 and any multiple of 128). It runs on gfx942
 // and gfx950 with v_mfma_f32_16x16x16 (mfma16, ingot_arch.h) and on the emulated 64-lane
 // wave of the test arch sm_90_w64 and of the CPU simulation with the emulation
 // of ingot_mfma_emulated.h, so that its lane logic is checked off AMD hardware.
@@ -18,7 +18,7 @@
 //       layout as the A operand already (row l % 16, tokens 4 (l / 16) + e), and
 //       lane l loads V for the same four tokens, elements D / 16 (l % 16) ..+ D/16
 //       (one or two 16-byte loads each), so that column tile t is the elements
-//       D / 16 c + t of lane column c: the four tokens' values of one element
+//       D / 16 c + t of lane column c (head dim 64: one 8-byte load, 4 elements): the four tokens' values of one element
 //       are paired into the B operand's two words with shifts and masks, no LDS.
 //   Lane l then holds O rows 4 (l / 16) .. + 3 at elements D / 16 (l % 16) + t.
 // The online softmax is per row: a row's 16 scores of a tile sit in four lanes
@@ -51,8 +51,24 @@ INGOT_DEVICE int clamp_token(int tok0, int off, int begin, int end) {
   return pos < end ? pos : end - 1;
 }
 
-// Word i (0..3) of a 16-byte load.
+// Word i (0..3) of a 16-byte load, (0..1) of an 8-byte one.
 INGOT_DEVICE u32 word_of(const u32x4 &w, int i) { return i == 0 ? w.x : i == 1 ? w.y : i == 2 ? w.z : w.w; }
+INGOT_DEVICE u32 word_of(const u32x2 &w, int i) { return i == 0 ? w.x : w.y; }
+
+// A lane's V elements of one token (D / 16 of them): 16-byte loads from head dim 128, one
+// 8-byte load at 64.
+template <int KS>
+struct VLoad {
+  using W = u32x4;
+  static constexpr int kLoads = KS / 8;
+  static INGOT_DEVICE W load(const void *p) { return load16(p); }
+};
+template <>
+struct VLoad<4> {
+  using W = u32x2;
+  static constexpr int kLoads = 1;
+  static INGOT_DEVICE W load(const void *p) { return load8(p); }
+};
 
 // The page-table entries of the tokens a lane of the matrix-core path loads
 // (paged KV): its K token of each tile (16 n + l % 16) and its four V tokens
@@ -102,8 +118,11 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
   constexpr int KE = D / 4;           // K (and q) elements a lane holds of a token: a quarter of D
   constexpr int KL = KE / 8;          // their 16-byte loads
   constexpr int KS = D / 16;          // q.K^T steps (4 elements of each quarter), and P.V column tiles
-  constexpr int VL = KS / 8;          // 16-byte loads of a token's V elements a lane holds (D / 16)
-  static_assert(T::kUseMfma && KS % 8 == 0 && R <= 16 && T::kChunk % 16 == 0, "the matrix-core path's shapes");
+  using VW = typename VLoad<KS>::W;   // a load of a token's V elements a lane holds (D / 16)
+  constexpr int VL = VLoad<KS>::kLoads;
+  constexpr int VWords = sizeof(VW) / 4;
+  static_assert(T::kUseMfma && (KS % 8 == 0 || KS == 4) && R <= 16 && T::kChunk % 16 == 0,
+                "the matrix-core path's shapes");
   INGOT_SHARED SplitShared<T> sh;
 
   const int tid = thread_id();
@@ -162,7 +181,7 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
   // The wave's chunk at tok0: lane l's K quarter of token 16 n + c16 and its V
   // elements of tokens 16 n + 4 q4 + j, every lane unconditionally from a
   // clamped token (see above).
-  auto load_chunk = [&](int tok0, u32x4 (&kw)[NT][KL], u32x4 (&vw)[NT][4][VL]) {
+  auto load_chunk = [&](int tok0, u32x4 (&kw)[NT][KL], VW (&vw)[NT][4][VL]) {
     int pg[MfmaPages<T>::N] = {};
     if constexpr (T::kPaged) pages.pages(tok0, pg);
     // Entry i's token, and its element offset from kbase / vbase (stride_b: K's or V's).
@@ -183,11 +202,11 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
       for (int j = 0; j < 4; ++j) {
         const long long off = offset_of(NT + 4 * n + j, v_stride_b, v_stride_t);
 #pragma unroll
-        for (int l = 0; l < VL; ++l) vw[n][j][l] = load16(vbase + 2 * off + 16 * l);
+        for (int l = 0; l < VL; ++l) vw[n][j][l] = VLoad<KS>::load(vbase + 2 * off + 4 * VWords * l);
       }
   };
 
-  auto step = [&](int tok0, const u32x4 (&kw)[NT][KL], const u32x4 (&vw)[NT][4][VL]) {
+  auto step = [&](int tok0, const u32x4 (&kw)[NT][KL], const VW (&vw)[NT][4][VL]) {
     float sc[NT][4];  // row c16's scores of tokens 16 n + 4 q4 + r
 #pragma unroll
     for (int n = 0; n < NT; ++n) {
@@ -236,7 +255,7 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
         // Element KS c16 + t of the four tokens: the low half of word t / 2 for even t, else the high.
         u32 w[4];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) w[j] = word_of(vw[n][j][t / 8], (t / 2) % 4);
+        for (int j = 0; j < 4; ++j) w[j] = word_of(vw[n][j][t / (2 * VWords)], (t / 2) % VWords);
         u32 bw[2];
         if (t % 2 == 0) {
           bw[0] = (w[0] & 0xffffu) | (w[1] << 16);
@@ -258,7 +277,8 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
   // loop's math without them; docs/decisions/0024-amd-mfma-fp16.md). Where no chunk
   // is left, the last iteration's second load_chunk reads the segment's first tokens
   // again (clamp_token): cached lines, and nothing of them is used.
-  u32x4 ka[NT][KL], va[NT][4][VL], kb[NT][KL], vb[NT][4][VL];
+  u32x4 ka[NT][KL], kb[NT][KL];
+  VW va[NT][4][VL], vb[NT][4][VL];
   // An empty segment loads nothing (clamped loads need a token), nor does a wave
   // of padding rows only (row_waves).
   if (seg.begin < seg.end && ws.live) {

@@ -41,12 +41,12 @@ struct DecodeTraits {
   // cores on AMD (and on the emulated wave of the test arch) where the rows fill
   // a 16-row tile well enough to pay, else the SIMT path.
   static constexpr bool kUseMma = MATH_ == kMathAuto && kHasMma16816;
-  // The matrix-core path (ingot_ad_split_mfma.h): bf16 and fp16, head dim 128, at
+  // The matrix-core path (ingot_ad_split_mfma.h): bf16 and fp16, head dim 64 or 128, at
   // least 4 rows, 16-token tiles. generator/ingot/families/attention_decode.py
   // (uses_mfma) says the same. (fp16 since its loop keeps a chunk in flight:
   // docs/decisions/0024-amd-mfma-fp16.md. Head dim 256 needs 312-330 registers, AGPR
   // spill space included, no fewer than its SIMT split: docs/decisions/0025-amd-mfma-d256.md.)
-  static constexpr bool kMfmaFits = HEAD_DIM_ == 128 && ROWS_ >= 4 && TOKENS_PER_WAVE_ % 16 == 0;
+  static constexpr bool kMfmaFits = (HEAD_DIM_ == 64 || HEAD_DIM_ == 128) && ROWS_ >= 4 && TOKENS_PER_WAVE_ % 16 == 0;
   static constexpr bool kUseMfma = MATH_ == kMathAuto && kHasMfma && kMfmaFits;
   // The tensor-core path works in 64-element slices of D: other head dims are
   // padded up (the chunks past D are neither loaded nor stored; zeros stand in).

@@ -51,6 +51,7 @@ typedef unsigned short u16;
 #if INGOT_ARCH_AMD
 constexpr int kWaveSize = 64;  // gfx942 and gfx950 run wave64 kernels
 typedef unsigned int u32x4 __attribute__((ext_vector_type(4)));
+typedef unsigned int u32x2 __attribute__((ext_vector_type(2)));
 INGOT_DEVICE int thread_id() { return __builtin_amdgcn_workitem_id_x(); }
 INGOT_DEVICE int block_x() { return __builtin_amdgcn_workgroup_id_x(); }
 INGOT_DEVICE int block_y() { return __builtin_amdgcn_workgroup_id_y(); }
@@ -74,6 +75,7 @@ INGOT_DEVICE void sync_wave() {
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
 }
 INGOT_DEVICE u32x4 load16(const void *p) { return *static_cast<const u32x4 *>(p); }
+INGOT_DEVICE u32x2 load8(const void *p) { return *static_cast<const u32x2 *>(p); }
 // Loads only when pred holds; zeros otherwise (p is never dereferenced then).
 INGOT_DEVICE u32x4 load16_if(const void *p, bool pred) {
   return pred ? load16(p) : u32x4{0u, 0u, 0u, 0u};
@@ -136,6 +138,7 @@ INGOT_DEVICE float bits_to_float(u32 u) { return __builtin_bit_cast(float, u); }
 INGOT_DEVICE u32 float_to_bits(float f) { return __builtin_bit_cast(u32, f); }
 #else
 typedef uint4 u32x4;
+typedef uint2 u32x2;
 INGOT_DEVICE int thread_id() { return threadIdx.x; }
 INGOT_DEVICE int block_x() { return blockIdx.x; }
 INGOT_DEVICE int block_y() { return blockIdx.y; }
@@ -209,6 +212,11 @@ INGOT_DEVICE u32x4 load16(const void *p) {
   asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
                : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
                : "l"(p));
+  return r;
+}
+INGOT_DEVICE u32x2 load8(const void *p) {
+  u32x2 r;
+  asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];" : "=r"(r.x), "=r"(r.y) : "l"(p));
   return r;
 }
 // Loads only when pred holds, zeros otherwise: one predicated instruction, no branch.

@@ -254,10 +254,16 @@ _ISA_LINE = re.compile(r"^\s+([a-z_0-9]+)\b([^/]*)//\s*([0-9A-Fa-f]+):")
 _VMCNT = re.compile(r"vmcnt\((\d+)\)")
 
 
+# A vector-memory load's bytes, in 16-byte loads (loop_pipeline).
+_LOAD_UNITS = {"global_load_dwordx4": 1.0, "global_load_dwordx2": 0.5}
+
+
 def loop_pipeline(body, chunk_loads):
     """(share, valu) for the disassembly of one AMD split: the share of the vector-ALU
     instructions of its main loop (the backward branch whose range holds the most
-    16-byte loads) that run while at least chunk_loads 16-byte loads are in flight.
+    bytes of 16- and 8-byte loads) that run while at least chunk_loads 16 bytes' worth
+    of them are in flight (an 8-byte load, the matrix-core path's V at head dim 64, is
+    half of one).
     In program order through the loop body, twice (the second pass starts with what
     the back edge leaves in flight); loads return in order, so after s_waitcnt
     vmcnt(N) the newest N vector-memory loads may still be in flight."""
@@ -275,16 +281,16 @@ def loop_pipeline(body, chunk_loads):
         simm = simm - (1 << 16) if simm >= 1 << 15 else simm
         if simm < 0:
             span = [x for x in ins if addr + 4 + 4 * simm <= x[0] <= addr]
-            loads = sum(x[1] == "global_load_dwordx4" for x in span)
+            loads = sum(_LOAD_UNITS.get(x[1], 0) for x in span)
             if best is None or loads > best[0]:
                 best = (loads, span)
     if best is None or best[0] == 0:
         return 0.0, 0
-    flight, valu, hidden = [], 0, 0  # flight: 1 per 16-byte load in flight, 0 per other load, oldest first
+    flight, valu, hidden = [], 0, 0  # flight: the loads in flight, oldest first, in 16-byte units (other loads 0)
     for rnd in range(2):
         for _addr, op, args in best[1]:
             if op.startswith(("global_load", "buffer_load")):
-                flight.append(1 if op.endswith("dwordx4") else 0)
+                flight.append(_LOAD_UNITS.get(op, 0))
             elif op == "s_waitcnt" and _VMCNT.search(args):
                 n = int(_VMCNT.search(args).group(1))
                 flight = flight[len(flight) - n:] if n < len(flight) else flight

@@ -29,6 +29,9 @@ typedef unsigned short u16;
 struct u32x4 {
   u32 x, y, z, w;
 };
+struct u32x2 {
+  u32 x, y;
+};
 
 constexpr int kWaveSize = 64;
 constexpr int kEmulatedWaves = 15;
@@ -91,6 +94,11 @@ INGOT_DEVICE int shfl_idx(int v, int src) { return (int)wave_exchange((u32)v, sr
 INGOT_DEVICE u32x4 load16(const void *p) {
   u32x4 r;
   std::memcpy(&r, p, 16);
+  return r;
+}
+INGOT_DEVICE u32x2 load8(const void *p) {
+  u32x2 r;
+  std::memcpy(&r, p, 8);
   return r;
 }
 INGOT_DEVICE u32x4 load16_if(const void *p, bool pred) { return pred ? load16(p) : u32x4{0u, 0u, 0u, 0u}; }

@@ -310,10 +310,10 @@ class Instance:
     def uses_mfma(self, arch):
         """The matrix-core split path (templates/ingot_ad_split_mfma.h; traits
         kUseMfma say the same): math auto on AMD and on the emulated wave64 test
-        arch, bf16 or fp16 (docs/decisions/0024-amd-mfma-fp16.md), head dim 128 (not
-        256: docs/decisions/0025-amd-mfma-d256.md), at least 4 rows, 16-token tiles."""
+        arch, bf16 or fp16 (docs/decisions/0024-amd-mfma-fp16.md), head dim 64 or 128
+        (not 256: docs/decisions/0025-amd-mfma-d256.md), at least 4 rows, 16-token tiles."""
         matrix_cores = arch.vendor == "amd" or arch.wave_size == 64
-        return (self.math == "auto" and matrix_cores and self.head_dim == 128
+        return (self.math == "auto" and matrix_cores and self.head_dim in (64, 128)
                 and self.wave_rows >= 4 and self.tokens_per_wave % 16 == 0)
 
     def uses_ring(self, arch):
