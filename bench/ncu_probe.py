@@ -2,8 +2,11 @@
 a few times so that Nsight Compute can profile the split and merge kernels (used
 by tools/profile.sh on the H200).
 
-    python3 bench/ncu_probe.py [L] [--valid V] [--batch B] [--heads HQxHKV]
+    python3 bench/ncu_probe.py [L] [--valid V] [--batch B] [--heads HQxHKV] [--head-dim D]
                                [--lib build/lib/libingot.so] [--pack build/packs/attention_decode]
+
+e.g. the multi-query rows of docs/PERFORMANCE.md: --batch 32 --heads 48x1 (StarCoder) or
+--batch 32 --heads 71x1 --head-dim 64 (Falcon-7B).
 """
 
 import argparse
@@ -25,22 +28,24 @@ def main():
     ap.add_argument("--valid", type=int, default=None, help="device valid length of every sequence (default: L)")
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--heads", default="8x2", help="Hq x Hkv (default 8x2)")
+    ap.add_argument("--head-dim", type=int, default=128, help="head dim (default 128)")
     a = ap.parse_args()
     hq, hkv = (int(x) for x in a.heads.split("x"))
     B = a.batch
     ctx = ingot.Runtime(a.lib).context("cuda")
     ctx.open_pack(a.pack)
     L = a.L
-    q = torch.randn(B, hq, 1, 128, device="cuda", dtype=torch.bfloat16)
-    k = torch.randn(B, L, hkv, 128, device="cuda", dtype=torch.bfloat16)
-    v = torch.randn(B, L, hkv, 128, device="cuda", dtype=torch.bfloat16)
+    D = a.head_dim
+    q = torch.randn(B, hq, 1, D, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(B, L, hkv, D, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(B, L, hkv, D, device="cuda", dtype=torch.bfloat16)
     lens = torch.full((B,), L if a.valid is None else a.valid, device="cuda", dtype=torch.int32)
     plan = ingot.DecodePlan(q, k, v, lens, capacity=L, context=ctx)
     o = plan.run(q, k, v, lens)
     for _ in range(a.iters - 1):
         plan.run(q, k, v, lens, out=o)
     torch.cuda.synchronize()
-    print(f"ncu_probe: B={B} {hq}/{hkv} L={L} valid={lens[0].item()} kernel {plan.kernel} splits {plan.num_splits}")
+    print(f"ncu_probe: B={B} {hq}/{hkv} D={D} L={L} valid={lens[0].item()} kernel {plan.kernel} splits {plan.num_splits}")
 
 
 if __name__ == "__main__":
