@@ -327,7 +327,7 @@ class BuiltPackTest(unittest.TestCase):
     @unittest.skipUnless(os.access(OBJDUMP, os.X_OK), f"{OBJDUMP} not installed")
     def test_amd_matrix_core_kernels_use_mfma_and_no_other_does(self):
         # Issue 26: the splits the generator says run the matrix-core path (uses_mfma: math auto,
-        # bf16 or fp16, head dim 128, at least 4 rows, 16-token tiles) issue v_mfma, both entry
+        # bf16 or fp16, head dim 64 or 128, at least 4 rows, 16-token tiles) issue v_mfma, both entry
         # points, on gfx942 and gfx950; every other AMD entry point issues none (the MFMA counts of
         # amd_register_moves, what the packaging reads too).
         by_name = {inst.name: inst for inst in self.pack.instances}

@@ -411,6 +411,24 @@ class ExpansionRuleTest(unittest.TestCase):
         self.assertIn("/*rows*/ 8,", files[f"kernels/sm_90/{inst.name}.hip"])
         self.assertIn("/*dynamic_lds*/ 0, /*row_waves*/ 1>", files[f"kernels/sm_90/{inst.name}.hip"])
 
+    def test_matrix_cores_at_head_dims_64_and_128(self):
+        # The AMD matrix-core split (uses_mfma, traits kMfmaFits): math auto, head dim 64 or 128
+        # (decision 0029: a lane's V of a token is one 8-byte load at 64), 4 rows or more,
+        # 16-token tiles; on the emulated 64-lane wave too, never on sm_90's 32 lanes.
+        def path(head_dim, group="[8]", knobs="{math: auto}"):
+            (inst,) = expand(variant("v", head_dim=head_dim, group=group, extra="    archs: [gfx942]\n"
+                                     f"    knobs: {knobs}\n")).instances
+            return inst.uses_mfma(ARCHS["gfx942"]), inst.uses_mfma(ARCHS["sm_90_w64"]), inst.uses_mfma(ARCHS["sm_90"])
+        self.assertEqual(path("[64]"), (True, True, False))
+        self.assertEqual(path("[128]"), (True, True, False))
+        self.assertEqual(path("[64]", group="[32]", knobs="{math: auto, waves: 4, row_waves: true, tokens_per_wave: 32}"),
+                         (True, True, False))
+        for head_dim in ("[80]", "[96]", "[256]"):
+            self.assertEqual(path(head_dim)[0], False, head_dim)
+        self.assertEqual(path("[64]", group="[1]")[0], False)  # one row: the SIMT split
+        self.assertEqual(path("[64]", knobs="{math: auto, tokens_per_wave: 8}")[0], False)
+        self.assertEqual(path("[64]", knobs="{math: simt}")[0], False)
+
     def test_row_waves_errors(self):
         errs = expand_errors(variant("v", group="[64]", extra="    knobs: {waves: 1, row_waves: true}\n"))
         self.assertEqual(len(errs), 1, errs)
