@@ -17,8 +17,9 @@
 //       tiles: those scores, as probabilities rounded to the KV type, are P's
 //       layout as the A operand already (row l % 16, tokens 4 (l / 16) + e), and
 //       lane l loads V for the same four tokens, elements D / 16 (l % 16) ..+ D/16
-//       (one or two 16-byte loads each), so that column tile t is the elements
-//       D / 16 c + t of lane column c (head dim 64: one 8-byte load, 4 elements): the four tokens' values of one element
+//       (one 8-byte load each at head dim 64, one or two 16-byte loads from 128), so
+//       that column tile t is the elements D / 16 c + t of lane column c: the four
+//       tokens' values of one element
 //       are paired into the B operand's two words with shifts and masks, no LDS.
 //   Lane l then holds O rows 4 (l / 16) .. + 3 at elements D / 16 (l % 16) + t.
 // The online softmax is per row: a row's 16 scores of a tile sit in four lanes
@@ -202,7 +203,7 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
       for (int j = 0; j < 4; ++j) {
         const long long off = offset_of(NT + 4 * n + j, v_stride_b, v_stride_t);
 #pragma unroll
-        for (int l = 0; l < VL; ++l) vw[n][j][l] = VLoad<KS>::load(vbase + 2 * off + 4 * VWords * l);
+        for (int l = 0; l < VL; ++l) vw[n][j][l] = VLoad<KS>::load(vbase + 2 * off + sizeof(VW) * l);
       }
   };
 

@@ -40,11 +40,11 @@ missing=""
 for t in ${INGOT_GPU_TESTS-$tests_default} $(in_part 3 && echo wave64); do
   [ -x build/bin/test_gpu_$t ] || missing="$missing test_gpu_$t"
 done
-if in_part 3 && [ ! -d build/packs/attention_decode_w64 ]; then missing="$missing packs/attention_decode_w64"; fi
 # part 3 also runs ingot-inspect on the example graphs (and the wave64 test its self-test cubin)
-for f in ingot-inspect test_gpu_wave64_selftest.cubin; do
-  if in_part 3 && [ ! -e build/bin/$f ]; then missing="$missing $f"; fi
-done
+if in_part 3; then
+  [ -d build/packs/attention_decode_w64 ] || missing="$missing packs/attention_decode_w64"
+  for f in ingot-inspect test_gpu_wave64_selftest.cubin; do [ -e build/bin/$f ] || missing="$missing $f"; done
+fi
 if [ -n "$missing" ]; then
   say "device_gpu_tests: build/ lacks$missing: build them with \`make tests\` on the build machine and send build/ again"
   exit 2

@@ -100,8 +100,8 @@ def static_violations(pack_dir, archs=AMD):
 # hold more than 256 VGPRs of state and park values in AGPRs (v_accvgpr moves, no MFMA) at one
 # wave per SIMD: spills, though not to memory. Up to 121 while the head-dim-128 8-row splits ran
 # SIMT (issue 22/26, clang 22.1.8); those run the matrix-core split now, bf16 and fp16, and park
-# nothing (issue 26, docs/decisions/0024-amd-mfma-fp16.md), as do head dim 64's (g8 and the
-# row-wave g32, 2026-12-04: 102-120 VGPRs). Since then at most 58 in a uniform
+# nothing (issue 26, docs/decisions/0024-amd-mfma-fp16.md), as do head dim 64's since 2026-12-04
+# (g4 and g8: 102-120 VGPRs; the row-wave g32 at 32 tokens: 127-222; decision 0029). Since then at most 58 in a uniform
 # split, 60 in a balanced one (its prologue's scan). Not measured on hardware (no AMD GPU here).
 # Any other AMD spill, one to memory, or more AGPRs, is new.
 KNOWN_AMD_AGPR_SPILLS = re.compile(r"^attention_decode_(bf16|fp16)_(d256_g8_sq1_(contig|paged)_w4t4) "

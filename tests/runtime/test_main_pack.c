@@ -164,7 +164,8 @@ static void check_kernel_inputs(ingot_context *ctx) {
 /* The group a kernel's rows are sized for, for a graph of `group` and sq query tokens at
  * head dim d on the arch (configs/attention_decode.yaml): group 1 alone, 2..4 on the group-4
  * kernels, 5..8 on the group-8 ones, 9 up at head dims 64 and 128 and one query token on the
- * row-wave kernels (decode_mq, decode_mq_amd: 32 rows, 4 waves of 8), else the group-8 ones;
+ * row-wave kernels (decode_mq, decode_mq_amd, decode_mq_amd_d64: 32 rows, 4 waves of 8), else
+ * the group-8 ones;
  * head dims 80..192 have one kernel for every group, of 8 rows on sm_90 (tensor cores) and 4
  * on the AMD archs. */
 static int tile_group(int d, int group, int sq, int sm90) {
