@@ -46,7 +46,7 @@
 /* KV segments of one (sequence, KV head) the merge takes */
 #define INGOT_AD_MAX_SPLITS 256
 /* (query head, query token) rows one wave holds (a workgroup: waves x them under row_waves) */
-#define INGOT_AD_MAX_ROWS 8
+#define INGOT_AD_MAX_ROWS 16
 /* query tokens per sequence */
 #define INGOT_AD_MAX_SQ 8
 /* head dims are multiples of it */

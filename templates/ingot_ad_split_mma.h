@@ -46,14 +46,18 @@ INGOT_DEVICE SplitSmem<T> &split_smem() {
 
 // ---- split kernel, tensor-core path (sm_90) -------------------------------------
 // A wave takes 16 tokens per PV step. Lane l = 4g + q. QK: one m16n8k16 per 8
-// tokens and 16 elements of D; A = q (row g), B = K^T (token 8u + g, the 16-byte
-// chunks q + 4j of D: the k order of the dot product is free, so each lane
-// loads whole chunks). The accumulator then holds S[row g][token 8u + 2q + e],
-// which is exactly the A operand of PV for the same tokens: softmax needs only
-// the quad (lanes 4g..4g+3) to agree on a row max. PV: B = V (tokens 2q + {0,1,8,9}
-// of a 16-token step, column g of each 8-wide n tile); output column n of n
-// tile i is element d = 64*(i/8) + 8n + i%8, so V is read in 16-byte chunks
-// g + 8*cc and the B operand is two byte permutes away.
+// tokens and 16 elements of D; A = q (rows g and g + 8: the tile's halves), B =
+// K^T (token 8u + g, the 16-byte chunks q + 4j of D: the k order of the dot
+// product is free, so each lane loads whole chunks). The accumulator then holds
+// S[row g + 8h][token 8u + 2q + e] in c[2h + e], which is exactly the A operand
+// of PV for the same tokens: softmax needs only the quad (lanes 4g..4g+3) to
+// agree on a row max. PV: B = V (tokens 2q + {0,1,8,9} of a 16-token step,
+// column g of each 8-wide n tile); output column n of n tile i is element d =
+// 64*(i/8) + 8n + i%8, so V is read in 16-byte chunks g + 8*cc and the B operand
+// is two byte permutes away. A wave of up to 8 rows fills the tile's first half
+// (NH 1: the second is zeros, computed and dropped); 9 to 16 rows fill both (NH
+// 2) for the same K and V fragments and the same mma count: a wave's second 8
+// rows cost registers (q, S, O), not reads.
 template <class T>
 INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
   // D: the padded head dim (T::kMmaDim); DC: the 16-byte chunks of a row that hold data.
@@ -66,7 +70,8 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
   constexpr int NDT = D / 8;    // PV n tiles
   constexpr int NVC = D / 64;   // 16-byte V chunks per token per lane
   constexpr int CPR = D / 8;    // 16-byte chunks per row of D
-  static_assert(T::kUseMma && kWaveSize == 32 && D % 64 == 0 && C % 16 == 0 && R <= 8, "mma path shape");
+  constexpr int NH = R > 8 ? 2 : 1;  // halves of the m16 tile that hold rows (g, and g + 8)
+  static_assert(T::kUseMma && kWaveSize == 32 && D % 64 == 0 && C % 16 == 0 && R <= 16, "mma path shape");
   static_assert(NS == 0 || (C * CPR) % kWaveSize == 0, "ring copies: whole waves");
   static_assert(!T::kRowWaves || NS > 0, "row_waves on the tensor-core path: the waves share a ring (stages)");
   SplitSmem<T> &smem = split_smem<T>();
@@ -88,12 +93,15 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
   // Fragment positions: K of token 8u + g, chunks qd + 4j; V of tokens
   // 16p + 2qd + (t & 1) + 8(t >> 1), chunks g + 8cc.
   auto v_token = [&](int p, int t) { return 16 * p + 2 * qd + (t & 1) + 8 * (t >> 1); };
-  // A operand of QK: row g's chunks qd + 4j, as loaded (16-bit pairs); issued
-  // before the length's load so that the two round trips overlap.
+  // A operand of QK: row g's chunks qd + 4j, as loaded (16-bit pairs), and row
+  // g + 8's in words 1 and 3 (NH 2; zeros else); issued before the length's
+  // load so that the two round trips overlap.
   const int row = row0 + ws.row + g;
   const RowPos rp = row_pos(row, group);
   const int gq = rp.g, iq = rp.i;
   const bool row_ok = g < R && iq < sq;
+  const RowPos rp8 = row_pos(row + 8, group);  // (NH 2) row g + 8
+  const bool row_ok8 = NH > 1 && g + 8 < R && rp8.i < sq;
   u32 qa[NKS][4];
 #pragma unroll
   for (int j = 0; j < NKC; ++j) {
@@ -105,17 +113,34 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
     qa[2 * j][2] = w.y;
     qa[2 * j + 1][0] = w.z;
     qa[2 * j + 1][2] = w.w;
-    qa[2 * j][1] = qa[2 * j][3] = qa[2 * j + 1][1] = qa[2 * j + 1][3] = 0u;
+    if constexpr (NH > 1) {
+      const char *qp8 = static_cast<const char *>(q) +
+                        2 * (b * q_stride_b + ((long long)hkv * group + rp8.g) * q_stride_h +
+                             (long long)rp8.i * q_stride_s + (qd + 4 * j) * 8);
+      const u32x4 w8 = load16_dep_if(qp8, row_ok8 && qd + 4 * j < DC);
+      qa[2 * j][1] = w8.x;
+      qa[2 * j][3] = w8.y;
+      qa[2 * j + 1][1] = w8.z;
+      qa[2 * j + 1][3] = w8.w;
+    } else {
+      qa[2 * j][1] = qa[2 * j][3] = qa[2 * j + 1][1] = qa[2 * j + 1][3] = 0u;
+    }
   }
   const Lengths seg = pc != nullptr ? pc->seg : segment<T>(seq_lens, b, capacity, split, num_splits);
   trace.length_known(seg.end);  // after q's loads are issued: waits for the length only
   const float qscale = scale * kLog2e;
-  const int limit = row_ok ? row_limit(rp, seg.valid, sq, flags) : 0;
+  int limit[NH];  // the keys (exclusive) rows g (and g + 8) see
+  limit[0] = row_ok ? row_limit(rp, seg.valid, sq, flags) : 0;
+  if constexpr (NH > 1) limit[NH - 1] = row_ok8 ? row_limit(rp8, seg.valid, sq, flags) : 0;
 
-  float run_max = kNegInf, run_sum = 0.f;
-  float acc[NDT][2];
+  float run_max[NH], run_sum[NH];
 #pragma unroll
-  for (int i = 0; i < NDT; ++i) acc[i][0] = acc[i][1] = 0.f;
+  for (int h = 0; h < NH; ++h) run_max[h] = kNegInf, run_sum[h] = 0.f;
+  float acc[NDT][2 * NH];  // O: row g + 8h, columns 2qd + e of n tile i in acc[i][2h + e]
+#pragma unroll
+  for (int i = 0; i < NDT; ++i)
+#pragma unroll
+    for (int e = 0; e < 2 * NH; ++e) acc[i][e] = 0.f;
 
   const char *kbase = static_cast<const char *>(k) + 2 * (hkv * k_stride_h);
   const char *vbase = static_cast<const char *>(v) + 2 * (hkv * v_stride_h);
@@ -137,9 +162,11 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
   // chunk g + 8cc): registers, or the ring, read where they are used so that a
   // chunk of head dim 256 need not sit in registers whole.
   auto consume = [&](int tok0, auto &&kf, auto &&vf) {
-    // S for row g, tokens 8u + 2qd + e.
-    float sc[NU][2];
-    float cmax = run_max;
+    // S for rows g + 8h, tokens 8u + 2qd + e.
+    float sc[NU][NH][2];
+    float cmax[NH];
+#pragma unroll
+    for (int h = 0; h < NH; ++h) cmax[h] = run_max[h];
 #pragma unroll
     for (int u = 0; u < NU; ++u) {
       float c[4] = {0.f, 0.f, 0.f, 0.f};
@@ -150,38 +177,47 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
         mma16816<DT>(c, qa[2 * j + 1], w.z, w.w);
       }
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int pos = tok0 + 8 * u + 2 * qd + e;
-        sc[u][e] = (pos < seg.end && pos < limit) ? c[e] * qscale : kNegInf;
-        cmax = max32(cmax, sc[u][e]);
-      }
-    }
-    // One rescale per chunk; the quad shares the row.
-    cmax = max32(cmax, shfl_xor(cmax, 1));
-    cmax = max32(cmax, shfl_xor(cmax, 2));
-    const float ref = cmax == kNegInf ? 0.f : cmax;
-    const float alpha = fast_exp2(run_max - ref);
-    run_max = cmax;
-    run_sum *= alpha;
+      for (int h = 0; h < NH; ++h)
 #pragma unroll
-    for (int i = 0; i < NDT; ++i) {
-      acc[i][0] *= alpha;
-      acc[i][1] *= alpha;
+        for (int e = 0; e < 2; ++e) {
+          const int pos = tok0 + 8 * u + 2 * qd + e;
+          sc[u][h][e] = (pos < seg.end && pos < limit[h]) ? c[2 * h + e] * qscale : kNegInf;
+          cmax[h] = max32(cmax[h], sc[u][h][e]);
+        }
     }
-    float pr[NU][2];
+    // One rescale per chunk and row; the quad shares the row.
+    float ref[NH], alpha[NH];
+#pragma unroll
+    for (int h = 0; h < NH; ++h) {
+      cmax[h] = max32(cmax[h], shfl_xor(cmax[h], 1));
+      cmax[h] = max32(cmax[h], shfl_xor(cmax[h], 2));
+      ref[h] = cmax[h] == kNegInf ? 0.f : cmax[h];
+      alpha[h] = fast_exp2(run_max[h] - ref[h]);
+      run_max[h] = cmax[h];
+      run_sum[h] *= alpha[h];
+    }
+#pragma unroll
+    for (int i = 0; i < NDT; ++i)
+#pragma unroll
+      for (int e = 0; e < 2 * NH; ++e) acc[i][e] *= alpha[e / 2];
+    float pr[NU][NH][2];
 #pragma unroll
     for (int u = 0; u < NU; ++u)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        pr[u][e] = fast_exp2(sc[u][e] - ref);
-        run_sum += pr[u][e];
-      }
+      for (int h = 0; h < NH; ++h)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          pr[u][h][e] = fast_exp2(sc[u][h][e] - ref[h]);
+          run_sum[h] += pr[u][h][e];
+        }
 
     // O += P V, 16 tokens per step.
 #pragma unroll
     for (int p = 0; p < NPV; ++p) {
-      const u32 pa[4] = {pack2<DT>(pr[2 * p][0], pr[2 * p][1]), 0u,
-                         pack2<DT>(pr[2 * p + 1][0], pr[2 * p + 1][1]), 0u};
+      const u32 pa[4] = {pack2<DT>(pr[2 * p][0][0], pr[2 * p][0][1]),
+                         NH > 1 ? pack2<DT>(pr[2 * p][NH - 1][0], pr[2 * p][NH - 1][1]) : 0u,
+                         pack2<DT>(pr[2 * p + 1][0][0], pr[2 * p + 1][0][1]),
+                         NH > 1 ? pack2<DT>(pr[2 * p + 1][NH - 1][0], pr[2 * p + 1][NH - 1][1]) : 0u};
 #pragma unroll
       for (int cc = 0; cc < NVC; ++cc) {
         const u32x4 v0 = vf(p, 0, cc), v1 = vf(p, 1, cc), v2 = vf(p, 2, cc), v3 = vf(p, 3, cc);
@@ -193,10 +229,10 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
           const u32 w1 = wi == 0 ? v1.x : wi == 1 ? v1.y : wi == 2 ? v1.z : v1.w;
           const u32 w2 = wi == 0 ? v2.x : wi == 1 ? v2.y : wi == 2 ? v2.z : v2.w;
           const u32 w3 = wi == 0 ? v3.x : wi == 1 ? v3.y : wi == 2 ? v3.z : v3.w;
-          float c[4] = {acc[i][0], acc[i][1], 0.f, 0.f};
+          float c[4] = {acc[i][0], acc[i][1], NH > 1 ? acc[i][2 * NH - 2] : 0.f, NH > 1 ? acc[i][2 * NH - 1] : 0.f};
           mma16816<DT>(c, pa, byte_perm(w0, w1, sel), byte_perm(w2, w3, sel));
-          acc[i][0] = c[0];
-          acc[i][1] = c[1];
+#pragma unroll
+          for (int e = 0; e < 2 * NH; ++e) acc[i][e] = c[e];
         }
       }
     }
@@ -239,7 +275,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
       load_chunk(tok0 + T::kTile, kn, vn);
       consume(
           tok0, [&](int u, int j) { return kw[u][j]; }, [&](int p, int t, int cc) { return vw[p][t][cc]; });
-      trace.chunk_done(tile == seg.begin, run_max);
+      trace.chunk_done(tile == seg.begin, run_max[0]);
 #pragma unroll
       for (int u = 0; u < NU; ++u)
 #pragma unroll
@@ -313,28 +349,32 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
             [&](int p, int t, int cc) {
               return *reinterpret_cast<const u32x4 *>(v_at(stage, v_token(p, t), g + 8 * cc));
             });
-      trace.chunk_done(tile == seg.begin, run_max);
+      trace.chunk_done(tile == seg.begin, run_max[0]);
       slot = slot == NS - 1 ? 0 : slot + 1;
     }
     async_wait<0>();
     sync_block();  // every wave is past its ring: the results may reuse it
   }
 
-  trace.stamp(kSplitLoopDone, run_sum);
-  // The quad's partial sums of row g; lane (g, qd) holds columns 2qd + e of each n tile.
-  run_sum += shfl_xor(run_sum, 1);
-  run_sum += shfl_xor(run_sum, 2);
-  if (g < R) {
+  trace.stamp(kSplitLoopDone, run_sum[0]);
+  // The quad's partial sums of rows g + 8h; lane (g, qd) holds columns 2qd + e of each n tile.
 #pragma unroll
-    for (int i = 0; i < NDT; ++i)
+  for (int h = 0; h < NH; ++h) {
+    run_sum[h] += shfl_xor(run_sum[h], 1);
+    run_sum[h] += shfl_xor(run_sum[h], 2);
+    const int r = g + 8 * h;
+    if (r < R) {
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int col = 64 * (i / 8) + 8 * (2 * qd + e) + i % 8;
-        if (D == T::kHeadDim || col < T::kHeadDim) sh.wave_acc[ws.slot][ws.row + g][col] = acc[i][e];
+      for (int i = 0; i < NDT; ++i)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int col = 64 * (i / 8) + 8 * (2 * qd + e) + i % 8;
+          if (D == T::kHeadDim || col < T::kHeadDim) sh.wave_acc[ws.slot][ws.row + r][col] = acc[i][2 * h + e];
+        }
+      if (qd == 0) {
+        sh.wave_max[ws.slot][ws.row + r] = run_max[h];
+        sh.wave_sum[ws.slot][ws.row + r] = run_sum[h];
       }
-    if (qd == 0) {
-      sh.wave_max[ws.slot][ws.row + g] = run_max;
-      sh.wave_sum[ws.slot][ws.row + g] = run_sum;
     }
   }
   // This workgroup's loads are done: the merge grid (launched programmatically)

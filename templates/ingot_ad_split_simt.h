@@ -49,6 +49,7 @@ struct TransposeReduce {
 template <class T>
 INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
   constexpr int R = T::kWaveRows, LPT = T::kLanesPerToken, NL = T::kLoads, TPL = T::kTokensPerLoad;
+  static_assert(R <= 8, "the SIMT path holds at most 8 rows a wave");
   constexpr int C = T::kChunk, DT = T::kDType;
   INGOT_SHARED SplitShared<T> sh;
 

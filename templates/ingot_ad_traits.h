@@ -101,7 +101,10 @@ struct DecodeTraits {
   static constexpr int kMergeCols = INGOT_AD_MERGE_COLS(HEAD_DIM_);  // the wide merge's columns per workgroup
   static_assert(HEAD_DIM_ % 16 == 0 && kLanesPerToken <= kWaveSize, "head dim: a multiple of 16");
   static_assert(kChunk % kTokensPerLoad == 0 && kLoads >= 1, "tokens per wave");
-  static_assert(ROWS_ >= 1 && ROWS_ <= 8, "rows");
+  // A wave holds up to 8 rows on the SIMT path (its partials and accumulators grow
+  // with them), up to 16 on the tensor- and matrix-core paths (both halves of their
+  // 16-row tile, for the same reads and matrix instructions).
+  static_assert(ROWS_ >= 1 && ROWS_ <= (kUseMma || kUseMfma ? 16 : 8), "rows per wave: 1..8 (SIMT), 1..16 (tensor or matrix cores)");
 };
 
 // ---- element conversion ---------------------------------------------------

@@ -178,11 +178,15 @@ def code_object_version_problems(pack_dir):
 # the same spills or fewer: 56-160), 160 again. The paged tensor-core kernels of the register
 # pipeline spill 56-88 bytes since their loads are written out a second time for pages shorter
 # than a chunk (issue 22); measured on the H200: paged 16 at 64K 21.23 -> 22.44 us (+5.7%,
-# docs/PERFORMANCE.md): a known regression. Any other sm_90 spill or scratch, or a larger one, is new.
+# docs/PERFORMANCE.md): a known regression. Since decision 0030 (a wave's second 8 rows, compiled
+# out below 9 rows) ptxas numbers the ring kernels' running max and sum in another order (the PTX
+# differs in register names only) and the head-dim-256 rings spill 96 (contiguous) and 184 (paged)
+# bytes; timed on the H200 against the build before in one call (docs/decisions/0030).
+# Any other sm_90 spill or scratch, or a larger one, is new.
 KNOWN_SM90_SPILLS = re.compile(r"^attention_decode_(bf16|fp16)_(d256_g[48]_sq1_(contig|paged)_w4t16_tcs3|"
                                r"d(112|128)_g[148]_sq[14]_paged_w[48]t16_tc) sm_90 (?:balanced_)?split: "
                                r"scratch (\d+), spill (\d+)$")
-KNOWN_SM90_SPILL_BYTES = 160
+KNOWN_SM90_SPILL_BYTES = 184
 
 
 def load_kdp(pack_dir):
@@ -271,7 +275,7 @@ class BuiltPackTest(unittest.TestCase):
 
     def test_amd_occupancy_is_what_the_config_promises(self):
         splits, merge = amd_occupancy_promise(PACK)
-        self.assertEqual((splits, merge), ({1: 4, 4: 2, 8: 1, 32: 2}, 4))  # the comment as written
+        self.assertEqual((splits, merge), ({1: 4, 4: 2, 8: 1, 16: 2, 32: 2}, 4))  # the comment as written
         self.assertEqual(amd_occupancy_problems(PACK), [])
 
     def test_an_amd_kernel_below_the_occupancy_promise_is_detected(self):

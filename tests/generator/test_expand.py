@@ -328,17 +328,17 @@ class ExpansionRuleTest(unittest.TestCase):
 
     def test_stages_knob_names_sizes_and_renders_the_ring(self):
         (reg,) = expand(variant("v", extra="    knobs: {math: auto, waves: 2}\n")).instances
-        (ring,) = expand(variant("v", extra="    knobs: {math: auto, waves: 2, stages: 3}\n")).instances
-        self.assertEqual((reg.stages, ring.stages), (0, 3))
-        self.assertEqual(ring.name, "minimal_bf16_d128_g4_sq1_contig_w2t16_tcs3")
+        (ring,) = expand(variant("v", extra="    knobs: {math: auto, waves: 2, stages: 2}\n")).instances
+        self.assertEqual((reg.stages, ring.stages), (0, 2))
+        self.assertEqual(ring.name, "minimal_bf16_d128_g4_sq1_contig_w2t16_tcs2")
         self.assertNotEqual(reg.code_key, ring.code_key)
-        # The ring is NVIDIA's (the tensor-core path): 2 waves x 3 stages x 16 tokens x 128 x 2 (K, V) x 2 bytes.
-        self.assertEqual(ring.lds_bytes(ARCHS["sm_90"]), 2 * 3 * 16 * 128 * 2 * 2)
+        # The ring is NVIDIA's (the tensor-core path): 2 waves x 2 stages x 16 tokens x 128 x 2 (K, V) x 2 bytes.
+        self.assertEqual(ring.lds_bytes(ARCHS["sm_90"]), 2 * 2 * 16 * 128 * 2 * 2)
         self.assertEqual(ring.lds_bytes(ARCHS["gfx942"]), reg.lds_bytes(ARCHS["gfx942"]))
         self.assertLess(reg.lds_bytes(ARCHS["sm_90"]), ring.lds_bytes(ARCHS["sm_90"]))
-        files = render_pack(expand(variant("v", extra="    knobs: {math: auto, waves: 2, stages: 3}\n")))
+        files = render_pack(expand(variant("v", extra="    knobs: {math: auto, waves: 2, stages: 2}\n")))
         for arch in ("gfx942", "sm_90"):
-            self.assertIn("/*stages*/ 3>", files[f"kernels/{arch}/{ring.name}.hip"])
+            self.assertIn("/*stages*/ 2>", files[f"kernels/{arch}/{ring.name}.hip"])
         self.assertEqual((ring.dynamic_lds(ARCHS["sm_90"]), ring.dynamic_lds(ARCHS["gfx942"])), (0, 0))
 
     def test_a_ring_past_the_static_limit_takes_dynamic_lds_on_nvidia(self):
@@ -356,9 +356,15 @@ class ExpansionRuleTest(unittest.TestCase):
         kdp = next(json.loads(t) for n, t in files.items() if n.endswith(".kdp.json"))
         self.assertEqual(kdp["kernelDescriptors"][0]["kernel_source"]["dynamic_lds"], {"sm_90": {"split": 98304, "balanced_split": 98304}})
         # Without a dynamic ring the authored KDP names none (the shipped pack's stays as it was).
-        files = render_pack(expand(variant("v", extra="    knobs: {math: auto, waves: 2, stages: 3}\n")))
+        files = render_pack(expand(variant("v", extra="    knobs: {math: auto, waves: 2, stages: 2}\n")))
         kdp = next(json.loads(t) for n, t in files.items() if n.endswith(".kdp.json"))
         self.assertNotIn("dynamic_lds", kdp["kernelDescriptors"][0]["kernel_source"])
+        # A ring of exactly the static limit (2 waves x 3 stages: 48 KiB) is dynamic as well: the
+        # balanced split's own static LDS (BalanceShared, 48 bytes at 2 waves) would pass the limit
+        # (ptxas refused a 48 KiB ring's balanced split with 0xc040 bytes of 0xc000).
+        (edge,) = expand(variant("v", extra="    knobs: {math: auto, waves: 2, stages: 3}\n")).instances
+        self.assertEqual(edge.split_lds_bytes(sm90), sm90.max_lds_bytes)
+        self.assertEqual(edge.dynamic_lds(sm90), sm90.max_lds_bytes)
 
     def test_trace_knob_names_renders_and_needs_nvidia_tensor_cores(self):
         extra = "    archs: [sm_90]\n    knobs: {math: auto, trace: 1}\n"
@@ -383,7 +389,17 @@ class ExpansionRuleTest(unittest.TestCase):
         self.assertEqual((inst.rows, inst.rows_total), (2, 4))
         (inst,) = expand(variant("v", extra="    knobs: {max_rows: 64}\n",
                                  extra_axes="      max_sq: [4]\n")).instances
-        self.assertEqual((inst.rows, inst.rows_total), (8, 16))  # the kernel's own cap
+        self.assertEqual((inst.rows, inst.rows_total), (8, 16))  # the SIMT path's own cap
+        # 16 rows a wave where every arch of the instance runs a tensor- or matrix-core path (both
+        # halves of the 16-row tile); one SIMT arch keeps the instance at 8.
+        (inst,) = expand(variant("v", extra="    knobs: {max_rows: 64, math: auto}\n",
+                                 extra_axes="      max_sq: [4]\n")).instances
+        self.assertEqual((inst.rows, inst.rows_total), (16, 16))
+        self.assertTrue(all(inst.matrix_path(ARCHS[a]) for a in ("gfx942", "gfx950", "sm_90")))
+        (inst,) = expand(variant("v", group="[8]", extra="    knobs: {max_rows: 64, math: auto}\n",
+                                 extra_axes="      max_sq: [4]\n", head_dim="[256]")).instances
+        self.assertFalse(inst.matrix_path(ARCHS["gfx942"]))  # head dim 256 runs SIMT on AMD
+        self.assertEqual((inst.rows, inst.rows_total), (8, 32))
 
     def test_row_waves_hold_a_waves_rows_times_the_waves(self):
         # Each wave holds its rows of the same tokens: a workgroup holds waves x a wave's rows, and

@@ -50,7 +50,7 @@ int mfma_selftest(Stats &st) {
     for (auto &x : b) x = ingot_ref_from_float(uniform(-2.f, 2.f), dtype);
     for (auto &x : c) x = uniform(-4.f, 4.f);
     const int grid[3] = {1, 1, 1};
-    pool.launch(grid, [&] {
+    pool.launch(grid, 64 * kWaves, [&] {
       const int tid = ingot::thread_id(), o = tid / 64 * M;
       if (dt == 0)
         mfma_case_lane<0>(&a[o], &b[o], &c[o], &d[o], tid % 64);

@@ -36,7 +36,8 @@ __attribute__((noinline, no_sanitize_address)) inline void jump_to(void **buf) {
   if (g_jump) __builtin_longjmp(buf, 1);
 }
 
-// Runs a grid of workgroups of `threads` threads, one workgroup at a time, its
+// Runs a grid of workgroups of up to `threads` threads (a launch says how many: the
+// split and the merge may differ), one workgroup at a time, its
 // threads as fibers of this thread switched at barriers (deterministic, no
 // spinning, no OS threads to schedule). Each fiber is started once per pool and
 // then runs one workgroup's thread after another: starting a context costs a
@@ -48,7 +49,13 @@ class Pool {
   explicit Pool(int threads) : n_(threads), fibers_(threads) {
     for (auto &f : fibers_) f.stack.resize(kStack);
   }
-  void launch(const int grid[3], const std::function<void()> &body) {
+  // threads: the workgroup's (whole 64-lane waves, at most the pool's).
+  void launch(const int grid[3], int threads, const std::function<void()> &body) {
+    if (threads < 64 || threads % 64 || threads > (int)fibers_.size()) {
+      std::fprintf(stderr, "FAIL: a launch of %d threads on a pool of %zu fibers\n", threads, fibers_.size());
+      std::exit(1);
+    }
+    n_ = threads;
     for (int z = 0; z < grid[2]; ++z)
       for (int y = 0; y < grid[1]; ++y)
         for (int x = 0; x < grid[0]; ++x) run_block(grid, x, y, z, body);
@@ -288,13 +295,13 @@ int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *
   // balanced: a workgroup per slot (units + B - 1 per KV head and row block), no batch dimension
   const int sgrid[3] = {balanced ? (splits + B - 1) * Hkv * row_blocks : splits * Hkv * row_blocks, 1,
                         balanced ? 1 : B};
-  pool.launch(sgrid, split);
+  pool.launch(sgrid, T::kThreads, split);
   if (splits > 1 || balanced) {  // the balanced merge always runs
     const int rows = rows_total;
     const int mx = splits <= INGOT_AD_COMPACT_MERGE_SPLITS ? (rows * (D / 4) + T::kMergeThreads - 1) / T::kMergeThreads
                                                            : rows * (D / T::kMergeCols);
     const int mgrid[3] = {mx, Hkv, B};
-    pool.launch(mgrid, merge);
+    pool.launch(mgrid, T::kMergeThreads, merge);
   }
   if (ingot_reference_decode(&g, q.data(), k.data(), v.data(), lens, ptp, ref_o.data(), ref_lse.data()) != 0) {
     std::fprintf(stderr, "FAIL %s: the reference refused the case\n", name);
@@ -327,7 +334,6 @@ int run_kernel(const char *name, Stats &st) {
   static std::mutex same_traits;
   std::lock_guard<std::mutex> turn(same_traits);
   Pool pool(T::kThreads > T::kMergeThreads ? T::kThreads : T::kMergeThreads);
-  static_assert(T::kThreads == T::kMergeThreads, "one pool for both launches");
   const int page = T::kPaged ? T::kChunk * 2 : 0;
   const int small = page ? 13 * page : 203, large = page ? 18 * T::kTile : 18 * T::kTile + 13;
   int failures = 0;

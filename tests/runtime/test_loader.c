@@ -946,9 +946,9 @@ static void test_metadata_bounds(void) {
     case 2: json_object_set_new(md, "head_dim", json_integer(16 * rnd_range(1, 16) + rnd_range(1, 15)));
             n1 = "metadata.head_dim: "; n2 = "(allowed: a multiple of 16"; break;
     case 3: json_object_set_new(md, "max_sq", json_integer(rnd_range(9, INT32_MAX))); n1 = "metadata: rows ";
-            n2 = "(allowed: rows 1..8 per wave, max_sq 1..8;"; break;
+            n2 = "(allowed: rows 1..16 per wave, max_sq 1..8;"; break;
     case 4: json_object_set_new(md, "rows", json_integer(rnd_range(9, INT32_MAX)));
-            n1 = "metadata: rows "; n2 = "(allowed: rows 1..8 per wave, max_sq 1..8;"; break;
+            n1 = "metadata: rows "; n2 = "(allowed: rows 1..16 per wave, max_sq 1..8;"; break;
     case 5: /* row_waves: rows past 8 x waves, or not a multiple of the waves */
       json_object_set_new(md, "row_waves", json_true());
       json_object_set_new(md, "rows", json_integer(rnd() & 1 ? rnd_range(33, INT32_MAX) : 4 * rnd_range(1, 7) + 2));

@@ -163,14 +163,15 @@ static void check_kernel_inputs(ingot_context *ctx) {
 
 /* The group a kernel's rows are sized for, for a graph of `group` and sq query tokens at
  * head dim d on the arch (configs/attention_decode.yaml): group 1 alone, 2..4 on the group-4
- * kernels, 5..8 on the group-8 ones, 9 up at head dims 64 and 128 and one query token on the
- * row-wave kernels (decode_mq, decode_mq_amd, decode_mq_amd_d64: 32 rows, 4 waves of 8), else
- * the group-8 ones;
+ * kernels, 5..8 on the group-8 ones; at head dims 64 and 128 and one query token 9..16 on the
+ * group-16 kernels (decode_g16, decode_g16_amd: 16 rows a wave) and 17 up on the row-wave
+ * kernels (decode_mq: 64 rows, 4 waves of 16 on sm_90; decode_mq_amd, decode_mq_amd_d64: 32
+ * rows, 2 waves of 16), else the group-8 ones;
  * head dims 80..192 have one kernel for every group, of 8 rows on sm_90 (tensor cores) and 4
  * on the AMD archs. */
 static int tile_group(int d, int group, int sq, int sm90) {
   if (d == 80 || d == 96 || d == 112 || d == 160 || d == 192) return sm90 ? 8 : 4;
-  if (group > 8 && sq == 1 && (d == 64 || d == 128)) return 32;
+  if (group > 8 && sq == 1 && (d == 64 || d == 128)) return group <= 16 ? 16 : sm90 ? 64 : 32;
   return group == 1 ? 1 : group <= 4 ? 4 : 8;
 }
 
@@ -446,13 +447,14 @@ int main(int argc, char **argv) {
       if (mid != (strstr(name, "_w4t16_tcs4") != NULL))
         fprintf(stderr, "  %s: B %d, capacity %lld, %s, page %d: %s (decode_mid %s)\n", archs[a], b,
                 (long long)capacity, paged ? "paged" : "contiguous", page, name, mid ? "expected" : "not expected");
-      /* Only the rings past 48 KiB take dynamic shared memory, their split alone: 4 waves
-       * x 3 stages x 16 tokens x 256 x 2 (K, V) x 2 bytes at head dim 256, 4 x 4 x 16 x
-       * 128 x 2 x 2 for decode_mid, and at head dim 128 the row-wave kernel's one ring of
-       * 4 stages x 32 tokens x 128 x 2 x 2 (decode_mq). */
-      const int mq = a == 0 && tile == 32;
+      /* Only the rings from 48 KiB take dynamic shared memory (at 48 KiB the balanced split's
+       * own static LDS would pass the limit), their split alone: 4 waves x 3 stages x 16 tokens
+       * x 256 x 2 (K, V) x 2 bytes at head dim 256, 4 x 4 x 16 x 128 x 2 x 2 for decode_mid, at
+       * head dim 128 the row-wave kernel's one ring of 4 stages x 32 tokens x 128 x 2 x 2
+       * (decode_mq), and decode_g16's 4 waves x 3 stages x 16 tokens x D x 2 x 2. */
+      const int mq = a == 0 && tile == 64, g16 = a == 0 && tile == 16;
       const uint32_t dyn = d == 256 && d256_tc ? 196608u : wide && a == 0 ? 147456u : mid ? 131072u
-                         : mq && d == 128 ? 65536u : 0u;
+                         : mq && d == 128 ? 65536u : g16 ? (uint32_t)(4 * 3 * 16 * d * 2 * 2) : 0u;
       for (int l = 0; l < plan->dispatch.num_launches; ++l) {
         const ingot_launch *ln = &plan->dispatch.launches[l];
         /* the split kernels' (uniform and balanced) */

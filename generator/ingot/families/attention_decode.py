@@ -4,6 +4,7 @@ templates/ingot_attention_decode.h (an umbrella over headers by concern,
 ingot_ad_*.h); this module describes it to the generator through FAMILY (the
 interface: ingot/families/__init__.py and family.py)."""
 
+import dataclasses
 from dataclasses import dataclass
 
 from ingot.families.family import Const, Family
@@ -18,7 +19,8 @@ HEAD_DIMS = (64, 80, 96, 112, 128, 160, 192, 256)
 KV_LAYOUTS = ("contiguous", "paged")
 MASKS = ("none", "causal")
 MAX_GROUP = 65535  # Hq / Hkv: row blocks of a KV head are grid x, at most 2^31 / (Hkv x splits)
-MAX_ROWS = 8  # q and accumulator rows one wave keeps in registers (a workgroup: waves x them under row_waves)
+MAX_ROWS = 16  # q and accumulator rows one wave keeps in registers (a workgroup: waves x them under row_waves)
+MAX_SIMT_ROWS = 8  # ... on the SIMT path (16: both halves of the tensor- and matrix-core tiles)
 MAX_SPLITS = 256  # kernel limit (kMaxSplits in the header)
 INT32_MAX = (1 << 31) - 1
 # The graph's own bound on capacity; a kernel's is lower (capacity_limit below).
@@ -316,6 +318,12 @@ class Instance:
         return (self.math == "auto" and matrix_cores and self.head_dim in (64, 128)
                 and self.wave_rows >= 4 and self.tokens_per_wave % 16 == 0)
 
+    def matrix_path(self, arch):
+        """The split runs on tensor cores (NVIDIA's 32-lane waves, math auto) or AMD's matrix
+        cores (uses_mfma): a wave may hold 16 rows, both halves of their 16-row tile."""
+        tensor_cores = self.math == "auto" and arch.vendor == "nvidia" and arch.wave_size == 32
+        return tensor_cores or self.uses_mfma(arch)
+
     def uses_ring(self, arch):
         """The tensor-core path with a shared-memory ring (NVIDIA only)."""
         return self.math == "auto" and self.stages > 0 and arch.vendor == "nvidia"
@@ -331,11 +339,16 @@ class Instance:
                         * ELEMENT_BYTES)
         return (split + 15) // 16 * 16
 
+    def balanced_lds_bytes(self):
+        """Static LDS the balanced split adds beside the split's (BalanceShared,
+        ingot_ad_balanced.h: a 64-bit total per wave, the piece, a flag), in 16-byte units."""
+        return (8 * self.waves + 24 + 15) // 16 * 16
+
     def dynamic_lds(self, arch):
         """Bytes of dynamic LDS the split kernel is launched with: its ring, where
-        that is past the arch's static limit (0: static only)."""
+        that and the balanced split's own are past the arch's static limit (0: static only)."""
         split = self.split_lds_bytes(arch)
-        return split if self.uses_ring(arch) and split > arch.max_lds_bytes else 0
+        return split if self.uses_ring(arch) and split + self.balanced_lds_bytes() > arch.max_lds_bytes else 0
 
     def lds_bytes(self, arch):
         """Static LDS of the split kernel (when not dynamic) or of the merge kernel
@@ -458,9 +471,11 @@ def expand(var, points, ctx):
             ctx.error(apath + ("seq_q",), f"seq_q up to {seq_q[1]} exceeds the instance's max_sq "
                       f"{point['max_sq']}")
             return None
-        # a wave's rows: the kernel's rows, or under row_waves their share of each wave
+        # a wave's rows: the kernel's rows, or under row_waves their share of each wave; at most 16
+        # where the instance runs a tensor- or matrix-core path on every arch it is built for, else 8
         waves = knobs["waves"] if knobs["row_waves"] else 1
-        rows = min(-(-point["group"] * point["max_sq"] // waves), knobs["max_rows"], MAX_ROWS) * waves
+        wave_rows = min(-(-point["group"] * point["max_sq"] // waves), knobs["max_rows"])
+        rows = min(wave_rows, MAX_ROWS) * waves
         inst = Instance(
             pack=var.pack, variant=var.name, dtype=point["dtype"], head_dim=point["head_dim"],
             group=point["group"], kv_layout=point["kv_layout"], max_sq=point["max_sq"],
@@ -474,6 +489,8 @@ def expand(var, points, ctx):
             masks=tuple(sorted(admit["masks"])), lse=admit["lse"], archs=tuple(a.name for a in archs),
             trace=knobs["trace"],
             groups=groups if groups != (point["group"],) * 2 else (), row_waves=knobs["row_waves"])
+        if inst.wave_rows > MAX_SIMT_ROWS and not all(inst.matrix_path(a) for a in archs):
+            inst = dataclasses.replace(inst, rows=min(wave_rows, MAX_SIMT_ROWS) * waves)
         if not _check_instance_fits(inst, archs, var.path, ctx):
             return None
         if inst.capacity[1] > inst.capacity_limit:
@@ -515,8 +532,8 @@ def _check_instance_fits(inst, archs, vpath, ctx):
             why = []
             if inst.tokens_per_wave % 16:
                 why.append(f"tokens_per_wave {inst.tokens_per_wave} is not a multiple of 16")
-            if inst.wave_rows > 8:
-                why.append(f"{inst.wave_rows} rows per wave exceed 8")
+            if inst.wave_rows > MAX_ROWS:
+                why.append(f"{inst.wave_rows} rows per wave exceed {MAX_ROWS}")
             if inst.row_waves and not inst.stages and arch.wave_size == 32:  # (sm_90_w64 runs AMD's paths)
                 why.append("row_waves shares a shared-memory ring among the waves: it needs stages 2..8")
             if inst.stages and (inst.tokens_per_wave * inst.head_dim // 8) % arch.wave_size:
