@@ -165,13 +165,14 @@ static void check_kernel_inputs(ingot_context *ctx) {
  * head dim d on the arch (configs/attention_decode.yaml): group 1 alone, 2..4 on the group-4
  * kernels, 5..8 on the group-8 ones; at head dims 64 and 128 and one query token 9..16 on the
  * group-16 kernels (decode_g16, decode_g16_amd: 16 rows a wave) and 17 up on the row-wave
- * kernels (decode_mq: 64 rows, 4 waves of 16 on sm_90; decode_mq_amd, decode_mq_amd_d64: 32
- * rows, 2 waves of 16), else the group-8 ones;
+ * kernels (sm_90: decode_mq, 64 rows in 4 waves of 16 at head dim 128, decode_mq_d64, 80 rows
+ * in 5 at 64; AMD: decode_mq_amd, decode_mq_amd_d64, 32 rows in 2 waves of 16), else the
+ * group-8 ones;
  * head dims 80..192 have one kernel for every group, of 8 rows on sm_90 (tensor cores) and 4
  * on the AMD archs. */
 static int tile_group(int d, int group, int sq, int sm90) {
   if (d == 80 || d == 96 || d == 112 || d == 160 || d == 192) return sm90 ? 8 : 4;
-  if (group > 8 && sq == 1 && (d == 64 || d == 128)) return group <= 16 ? 16 : sm90 ? 64 : 32;
+  if (group > 8 && sq == 1 && (d == 64 || d == 128)) return group <= 16 ? 16 : !sm90 ? 32 : d == 64 ? 80 : 64;
   return group == 1 ? 1 : group <= 4 ? 4 : 8;
 }
 
