@@ -76,7 +76,8 @@ KNOBS = {
 OPTIONAL_KNOBS = {"occupancy": 0, "math": "simt", "stages": 0, "trace": 0, "row_waves": False}
 
 # A kernel's rows are sized for its group (the axis `group`: group x max_sq
-# rows, at most 8 per workgroup), and it runs any group in its range of
+# rows, at most max_rows per workgroup: 8 a wave on the SIMT path, 16 on the matrix paths), and it
+# runs any group in its range of
 # `groups` (default: its own group only) on those rows: smaller groups pad the
 # unused rows, larger ones take several row blocks. Any number of KV heads in
 # `num_kv_heads` runs on it; `heads` pins exact (Hq, Hkv) pairs for a pack that
