@@ -211,7 +211,9 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
           run_sum[h] += pr[u][h][e];
         }
 
-    // O += P V, 16 tokens per step.
+    // O += P V, 16 tokens per step. P's words 1 and 3 (and O's c[2], c[3]) are the second half's
+    // rows where there is one, else zeros; its index is written NH - 1 so that it stays in
+    // bounds when NH is 1 (the branch not taken is still compiled).
 #pragma unroll
     for (int p = 0; p < NPV; ++p) {
       const u32 pa[4] = {pack2<DT>(pr[2 * p][0][0], pr[2 * p][0][1]),
