@@ -533,8 +533,6 @@ def _check_instance_fits(inst, archs, vpath, ctx):
             why = []
             if inst.tokens_per_wave % 16:
                 why.append(f"tokens_per_wave {inst.tokens_per_wave} is not a multiple of 16")
-            if inst.wave_rows > MAX_ROWS:
-                why.append(f"{inst.wave_rows} rows per wave exceed {MAX_ROWS}")
             if inst.row_waves and not inst.stages and arch.wave_size == 32:  # (sm_90_w64 runs AMD's paths)
                 why.append("row_waves shares a shared-memory ring among the waves: it needs stages 2..8")
             if inst.stages and (inst.tokens_per_wave * inst.head_dim // 8) % arch.wave_size:
