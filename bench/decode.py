@@ -299,6 +299,8 @@ def _log_uniform(gen, b, lo, hi):
     return [int(math.exp(math.log(lo) + (math.log(hi) - math.log(lo)) * float(x))) for x in torch.rand(b, generator=gen)]
 
 
+# Then uniform batches through the same three plans: what balancing costs where there is nothing
+# to balance (the balanced plan is opt-in until it costs them nothing; decision 0022).
 RAGGED = (
     ("B=32 log-uniform 64..32K", 32, lambda g: _log_uniform(g, 32, 64, 32768)),
     ("B=32 one 32K + 31 x 512", 32, lambda g: [32768] + [512] * 31),
@@ -306,49 +308,75 @@ RAGGED = (
     ("B=8 one 64K + 7 x 256", 8, lambda g: [65536] + [256] * 7),
     ("B=64 log-uniform 16..16K", 64, lambda g: _log_uniform(g, 64, 16, 16384)),
     ("B=16 8 empty + 8 x 16K", 16, lambda g: [0] * 8 + [16384] * 8),
+    ("B=4 uniform 8K, 8/2", 4, lambda g: [8192] * 4, 8, 2),
+    ("B=16 uniform 8K", 16, lambda g: [8192] * 16),
+    ("B=32 uniform 4K", 32, lambda g: [4096] * 32),
+    ("B=64 uniform 2K", 64, lambda g: [2048] * 64),
 )
 
 
-def ragged_point(ctx, name, B, lens, reps, calls, rounds, hq=32, hkv=8, d=128):
+def ragged_point(ctx, name, B, lens, reps, calls, rounds, hq=32, hkv=8, d=128, page_size=0):
     """One ragged batch: ingot's balanced plan (INGOT_BALANCE=1 at plan time) and its uniform-segment plan
-    (INGOT_BALANCE=0) on the same lengths, and a uniform batch of the same total tokens, by graph replay."""
+    (INGOT_BALANCE=0) on the same lengths, and a uniform batch of the same total tokens, by graph replay;
+    with page_size, all three read paged caches (pages scattered by a random page table)."""
     dt = torch.bfloat16
-    cap = max(max(lens), 1)
+    P = page_size
+    up = (lambda n: -(-n // P) * P) if P else (lambda n: n)  # a capacity in whole pages
+    cap = up(max(max(lens), 1))
     total = sum(lens)
     gen = torch.Generator(device="cuda").manual_seed(total + B)
-    kv_bytes = 2 * B * cap * hkv * d * 2
-    nbuf = int(max(2, min(16, math.ceil(4 * L2_BYTES / kv_bytes))))
+
+    def kv_sets(L):  # fresh K and V sets, enough of them that the cache is not served from L2
+        n = int(max(2, min(16, math.ceil(4 * L2_BYTES / (2 * B * L * hkv * d * 2)))))
+        ks = [torch.randn(B, L, hkv, d, device="cuda", dtype=dt, generator=gen) for _ in range(n)]
+        vs = [torch.randn(B, L, hkv, d, device="cuda", dtype=dt, generator=gen) for _ in range(n)]
+        return n, ks, vs
+
+    nbuf, ks, vs = kv_sets(cap)
     qs = [torch.randn(B, hq, 1, d, device="cuda", dtype=dt, generator=gen) for _ in range(nbuf)]
-    ks = [torch.randn(B, cap, hkv, d, device="cuda", dtype=dt, generator=gen) for _ in range(nbuf)]
-    vs = [torch.randn(B, cap, hkv, d, device="cuda", dtype=dt, generator=gen) for _ in range(nbuf)]
     o = torch.empty(B, hq, 1, d, device="cuda", dtype=dt)
     lt = torch.tensor(lens, device="cuda", dtype=torch.int32)
     lu = max(1, total // B)
     lu_t = torch.full((B,), lu, device="cuda", dtype=torch.int32)
+    nbuf_u, ku, vu = kv_sets(up(lu))
+    ref = reference(qs[0], ks[0], vs[0], [int(x) for x in lens])
+    if P:  # the same values in page pools; the contiguous sets are not read again
+        ks, vs, tables = paged_sets(ks, vs, P, gen)
+        ku, vu, tables_u = paged_sets(ku, vu, P, gen)
+        torch.cuda.empty_cache()
+    else:
+        tables = tables_u = [None] * max(nbuf, nbuf_u)
+
+    def make(k, v, t, lengths, capacity):
+        return ingot.DecodePlan(qs[0], k, v, lengths, capacity=capacity, context=ctx,
+                                **({"page_table": t} if P else {}))
+
+    def call(plan, i, k, v, t, lengths):
+        return plan.run(qs[i % nbuf], k, v, lengths, out=o, **({"page_table": t} if P else {}))
+
     plans = {}
     for key, env in (("balanced", "1"), ("unbalanced", "0")):  # read by libingot at plan time
         os.environ["INGOT_BALANCE"] = env
-        plans[key] = ingot.DecodePlan(qs[0], ks[0], vs[0], lt, capacity=cap, context=ctx)
+        plans[key] = make(ks[0], vs[0], tables[0], lt, cap)
     os.environ.pop("INGOT_BALANCE", None)
-    ku = [k[:, :lu].contiguous() for k in ks[:2]]
-    vu = [v[:, :lu].contiguous() for v in vs[:2]]
-    plans["uniform"] = ingot.DecodePlan(qs[0], ku[0], vu[0], lu_t, capacity=lu, context=ctx)
-    ref = reference(qs[0], ks[0], vs[0], [int(x) for x in lens])
+    plans["uniform"] = make(ku[0], vu[0], tables_u[0], lu_t, up(lu))
     for key in ("balanced", "unbalanced"):
         o.fill_(float("nan"))
-        plans[key].run(qs[0], ks[0], vs[0], lt, out=o)
+        call(plans[key], 0, ks[0], vs[0], tables[0], lt)
         torch.cuda.synchronize()
         err = (o.double() - ref).abs()
         if not bool((err <= ATOL + RTOL * ref.abs()).all()) or bool(torch.isnan(o).any()):
             raise SystemExit(f"ingot {key} output wrong on {name}: max error {err.max().item():.4g}")
-    runs = {key: (lambda i, p=plans[key]: p.run(qs[i], ks[i], vs[i], lt, out=o)) for key in ("balanced", "unbalanced")}
-    runs["uniform"] = lambda i: plans["uniform"].run(qs[i % 2], ku[i % 2], vu[i % 2], lu_t, out=o)
-    timers = {key: GraphTimer(runs[key], nbuf, max(calls, nbuf)) for key in plans}
+    runs = {key: (lambda i, p=plans[key]: call(p, i, ks[i], vs[i], tables[i], lt)) for key in ("balanced", "unbalanced")}
+    runs["uniform"] = lambda i: call(plans["uniform"], i, ku[i], vu[i], tables_u[i], lu_t)
+    timers = {key: GraphTimer(runs[key], n, max(calls, n))
+              for key, n in (("balanced", nbuf), ("unbalanced", nbuf), ("uniform", nbuf_u))}
     per_round = {k: [] for k in timers}
     for _ in range(rounds):
         for k, t in timers.items():
             per_round[k].append(float(np.median(t.sample(max(1, -(-reps // rounds))))))
-    res = {"case": name, "B": B, "tokens": total, "max_len": max(lens), "spread": max(lens) / max(1.0, total / B)}
+    res = {"case": name, "B": B, "Hq": hq, "Hkv": hkv, "layout": f"paged {P}" if P else "contiguous",
+           "tokens": total, "max_len": max(lens), "spread": max(lens) / max(1.0, total / B)}
     for k in timers:
         res[k] = float(np.median(per_round[k]))
     res["ratio"] = res["balanced"] / res["uniform"]
@@ -363,21 +391,26 @@ def run_ragged(ctx, a):
     gen = torch.Generator().manual_seed(23)
     print(f"{'case':<28} {'tokens':>8} | {'balanced':>9} {'uniform':>9} {'ratio':>6} | {'no balance':>10} {'ratio':>6}",
           flush=True)
-    for name, b, fn in RAGGED:
-        r = point_done(ragged_point(ctx, name, b, fn(gen), a.reps, a.calls, a.rounds))
+    for name, b, fn, *heads in RAGGED:
+        hq, hkv = heads or (32, 8)
+        r = point_done(ragged_point(ctx, name, b, fn(gen), a.reps, a.calls, a.rounds, hq=hq, hkv=hkv,
+                                    page_size=a.paged))
         rows.append(r)
         print(f"{name:<28} {r['tokens']:>8} | {r['balanced']:>7.1f}us {r['uniform']:>7.1f}us {r['ratio']:>5.2f}x | "
               f"{r['unbalanced']:>8.1f}us {r['ratio_unbalanced']:>5.2f}x", flush=True)
     os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, "decode_ragged.md"), "w") as f:
-        f.write("bf16, Hq/Hkv 32/8, D 128, contiguous, GPU time by CUDA-graph replay; ratio = against a uniform batch "
+    stem = "decode_ragged" + (f"_paged{a.paged}" if a.paged else "")
+    with open(os.path.join(a.out, f"{stem}.md"), "w") as f:
+        f.write(f"bf16, D 128, {f'paged {a.paged}' if a.paged else 'contiguous'}, GPU time by CUDA-graph replay; "
+                "ratio = against a uniform batch "
                 "of the same total tokens; no balance = the same plan with INGOT_BALANCE=0\n\n"
-                "| batch | tokens | max / mean length | balanced | uniform, same tokens | ratio | no balance | ratio |\n"
-                "|---|---|---|---|---|---|---|---|\n")
+                "| batch | Hq/Hkv | tokens | max / mean length | balanced | uniform, same tokens | ratio | no balance | "
+                "ratio |\n|---|---|---|---|---|---|---|---|---|\n")
         for r in rows:
-            f.write(f"| {r['case']} | {r['tokens']} | {r['spread']:.1f} | {r['balanced']:.1f} us | {r['uniform']:.1f} us | "
+            f.write(f"| {r['case']} | {r['Hq']}/{r['Hkv']} | {r['tokens']} | {r['spread']:.1f} | {r['balanced']:.1f} us | "
+                    f"{r['uniform']:.1f} us | "
                     f"{r['ratio']:.2f}x | {r['unbalanced']:.1f} us | {r['ratio_unbalanced']:.2f}x |\n")
-    with open(os.path.join(a.out, "decode_ragged.svg"), "w") as f:  # ratio against the spread of the lengths
+    with open(os.path.join(a.out, f"{stem}.svg"), "w") as f:  # ratio against the spread of the lengths
         f.write(ragged_plot.svg(rows))
     return 0
 
@@ -401,7 +434,9 @@ def main():
                          "the peers and ingot's contiguous plan read the same values contiguous); writes "
                          "decode_paged<P>.csv/.md, and judges no targets (they are the contiguous cache's)")
     ap.add_argument("--ragged", action="store_true",
-                    help="the ragged batches of RAGGED against uniform batches of the same tokens (decode_ragged.md, and decode_ragged.svg: the ratio against the spread of the lengths)")
+                    help="the ragged batches of RAGGED, and uniform ones, against uniform batches of the same tokens, "
+                         "balanced and not (decode_ragged[_paged<P>].md, and .svg: the ratio against the spread of the "
+                         "lengths); with --paged P on paged caches")
     ap.add_argument("--models", action="store_true",
                     help="the model table instead of the points: each model of MODELS at 8K and 64K tokens, "
                          "B=1 and B=32 (decode_models[_paged<P>].csv/.md)")
