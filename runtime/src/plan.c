@@ -48,6 +48,13 @@ int ingot_blocks_per_cu(const char *arch, const ingot_code_object *obj, int wave
   return blocks > 0 ? blocks : 0;
 }
 
+/* A kernel later in tie order replaces the best so far only when its
+ * modelled time is below this share of the best's: the models are not finer
+ * than that, and their small terms (a segment's partial, the merge's reads)
+ * would otherwise break exact ties measured to favour fewer waves (decisions
+ * 0016, 0033). */
+#define INGOT_COST_MARGIN 0.99
+
 /* Plans one kernel for arch: the device's properties, the dispatch stub's plan
  * and its sanity. err gets the problem. */
 static ingot_status plan_kernel(const ingot_context *ctx, const char *arch, ingot_plan *plan, char *err,
@@ -149,8 +156,9 @@ INGOT_API ingot_status ingot_plan_create_family(ingot_context *ctx, const char *
     ingot_context_set_error(ctx, "ingot_plan_create: out of memory");
     return INGOT_OUT_OF_MEMORY;
   }
-  /* Kernels of one rank: each is planned, the least modelled time wins (the
-   * first in tie order on equal times); the first one's error is reported when
+  /* Kernels of one rank: each is planned, the least modelled time wins; one
+   * later in tie order (fewer waves first) must model under INGOT_COST_MARGIN
+   * of the best so far (docs/design/planner.md); the first one's error is reported when
    * none plans. A host context without an arch plans for the first kernel's
    * first arch, and compares only the kernels built for it. */
   const char *arch = ctx->arch[0] ? ctx->arch : cands[0]->objects[0].arch;
@@ -177,7 +185,7 @@ INGOT_API ingot_status ingot_plan_create_family(ingot_context *ctx, const char *
       plan->considered[considered].splits = cand->dispatch.num_splits;
       ++considered;
     }
-    if (!have || cand->dispatch.cost < plan->dispatch.cost) {
+    if (!have || cand->dispatch.cost < INGOT_COST_MARGIN * plan->dispatch.cost) {
       plan->kernel = cand->kernel;
       plan->caps = cand->caps;
       plan->dispatch = cand->dispatch;

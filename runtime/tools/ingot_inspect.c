@@ -166,7 +166,7 @@ static void print_plan(const ingot_plan *plan) {
   }
   printf("device: wave %d, compute units %d\n", plan->caps.wave_size, plan->caps.compute_units);
   if (plan->num_considered > 1) {
-    printf("considered (one rank: the least modelled time wins, then fewer waves):\n");
+    printf("considered (one rank: the least modelled time wins by 1%% or more, else fewer waves):\n");
     for (int i = 0; i < plan->num_considered; ++i)
       printf("  %s: %d splits, modelled %.2f%s\n", plan->considered[i].kernel->name, plan->considered[i].splits,
              plan->considered[i].cost, plan->considered[i].kernel == k ? " (chosen)" : "");

@@ -723,17 +723,21 @@ int dh_case_for_kernel(dh_case *c, ingot_context *ctx, const dh_kernel *k, ingot
     if (caps[i] < lo) caps[i] = (int)(((int64_t)lo + page - 1) / page * page);
     if (caps[i] > k->capacity[1]) caps[i] = k->capacity[1] / page * page;
   }
-  static const int batches[] = {2, 4, 12, 16};
+  /* Batch 32 last: the row-wave kernels share a rank with the group-16 rings in row blocks
+   * and are chosen only once the batch fills the device (decision 0033), at most 4 x 64K tokens
+   * of reference work. */
+  static const int batches[] = {2, 4, 12, 16, 32};
   /* Each graph is planned without buffers first; only the one that runs gets them. */
   dh_shape first, pick;
   int rc = -1, have_first = 0, have_pick = 0, failed = 0;
   for (int i = 0; i < 4 && !have_pick && !failed; ++i) {
-    for (int j = 0; j < 4 && !have_pick && !failed; ++j) {
+    for (int j = 0; j < 5 && !have_pick && !failed; ++j) {
       dh_shape s = dh_shape_for_kernel(k, caps[i], mask);
       s.top_left = top_left;
       s.seq_q = sq;
       s.batch = batches[j];
-      if (j > 0 && (int64_t)s.batch * s.capacity > 2 * 65536) continue; /* within batch 2 x 64K of reference work */
+      /* within batch 2 x 64K of reference work (4 x 64K at batch 32) */
+      if (j > 0 && (int64_t)s.batch * s.capacity > (s.batch == 32 ? 4 : 2) * 65536) continue;
       rc = dh_case_plan(c, ctx, &s, seed, tail, why, why_size);
       if (rc == (int)INGOT_NO_MATCH) continue;
       if (rc != 0) { /* a planning failure is reported, not passed over for the next graph */

@@ -6,7 +6,7 @@
  * Sq >= 2. Paged kernels run at their smallest page (1 token: read token by
  * token) and again at 16 tokens (a wave's chunk in one page). O and LSE are compared with the reference (LSE in
  * natural log; -inf for fully masked rows), and every kernel must have been
- * chosen by at least one graph (batch 2, or 4, 12 or 16 where kernels of one rank
+ * chosen by at least one graph (batch 2, or 4, 12, 16 or 32 where kernels of one rank
  * share the graphs). Usage: <binary> [pack_dir]; INGOT_VARIANTS_ONLY=text: only the kernels
  * whose names hold it (e.g. for compute-sanitizer on a few kernels; a kernel the filter leaves out
  * is never a miss, and a filter that matches none fails). */
@@ -33,8 +33,8 @@ static int run(ingot_context *ctx, const dh_kernel *ks, int n, const dh_kernel *
   const dh_kernel *picked = dh_kernel_named(ks, n, ingot_plan_kernel_name(c.plan));
   if (picked != NULL) *chosen = (int)(picked - ks);
   /* one long sequence, one short enough that causal rows are fully masked, the others anywhere */
-  int32_t lens[16];
-  for (int b = 0; b < c.s.batch && b < 16; ++b)
+  int32_t lens[32]; /* dh_case_for_kernel's batches: at most 32 */
+  for (int b = 0; b < c.s.batch && b < 32; ++b)
     lens[b] = b == 0 ? dh_rand_range(sq, c.s.capacity) : b == 1 ? dh_rand_range(0, sq) : dh_rand_range(0, c.s.capacity);
   int failures = 0;
   if (dh_set_lengths(&c, lens) != 0 || dh_execute(&c, stream) != 0) {

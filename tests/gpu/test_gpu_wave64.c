@@ -399,7 +399,7 @@ typedef struct tally {
   int max_splits;
 } tally;
 
-enum { kMaxBatch = 16 };
+enum { kMaxBatch = 32 }; /* dh_case_for_kernel's batches: at most 32 */
 
 /* The length patterns a case runs through, in order (lengths grow and shrink, so
  * positions that stop being valid are poisoned again). */

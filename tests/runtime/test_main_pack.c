@@ -44,7 +44,7 @@ static int mid_admits(int batch, int64_t capacity) { return batch <= 4 && capaci
 
 /* Kernels of one rank that differ in workgroup size (variants decode and
  * decode_w8, sm_90 only): the plan keeps the one the dispatch stub models
- * faster, the 4-wave one on a tie (docs/INTERNALS.md 3). Checked against the
+ * faster by 1% or more, else the 4-wave one (docs/reference/matching.md). Checked against the
  * stub's own model of both, on random graphs and on the benchmark's shapes. */
 static int check_rank_choice(ingot_context *ctx, int w8_built) {
   int eights = 0;
@@ -66,7 +66,7 @@ static int check_rank_choice(ingot_context *ctx, int w8_built) {
     const ingot_device_caps *dev = &plan->caps;
     const ingot_dispatch_plan p4 = stub_plan(&g, 4, w8_built ? 2 : dev->blocks_per_cu, dev),
                               p8 = stub_plan(&g, 8, 1, dev);
-    const int want8 = w8_built && p8.cost < p4.cost;
+    const int want8 = w8_built && p8.cost < 0.99 * p4.cost; /* plan.c's INGOT_COST_MARGIN */
     const ingot_dispatch_plan *got = ingot_plan_dispatch_info(plan), *want = want8 ? &p8 : &p4;
     const int is8 = strstr(ingot_plan_kernel_name(plan), "_w8t16_tc") != NULL;
     if (is8 != want8 || got->cost != want->cost || got->num_splits != want->num_splits)
@@ -172,7 +172,9 @@ static void check_kernel_inputs(ingot_context *ctx) {
  * on the AMD archs. */
 static int tile_group(int d, int group, int sq, int sm90) {
   if (d == 80 || d == 96 || d == 112 || d == 160 || d == 192) return sm90 ? 8 : 4;
-  if (group > 8 && sq == 1 && (d == 64 || d == 128)) return group <= 16 ? 16 : !sm90 ? 32 : d == 64 ? 80 : 64;
+  /* past group 16 on sm_90 the row blocks of 16 share a rank with the row waves, and the
+   * model takes them at this test's B=8, 8K (decision 0033) */
+  if (group > 8 && sq == 1 && (d == 64 || d == 128)) return group <= 16 || sm90 ? 16 : 32;
   return group == 1 ? 1 : group <= 4 ? 4 : 8;
 }
 
@@ -427,11 +429,20 @@ int main(int argc, char **argv) {
       ++planned;
       const int group = h[0] / h[1];
       const int wide = d == 160 || d == 192, odd = d == 80 || d == 96 || d == 112;
-      const int tile = tile_group(d, group, sq, a == 0);
+      const char *name = ingot_plan_kernel_name(plan);
+      /* Past group 16 on sm_90 the row waves share a rank with the row blocks of 16: either
+       * may be chosen, by the model (checked below) */
+      const int rank_of_two = a == 0 && group > 16 && sq == 1 && (d == 64 || d == 128);
+      const int tile = rank_of_two && strstr(name, "_tcs4rw") != NULL ? (d == 64 ? 80 : 64)
+                                                                     : tile_group(d, group, sq, a == 0);
       char want[128];
       snprintf(want, sizeof want, "attention_decode_%s_d%d_g%d_sq%d_%s_", dt == INGOT_DTYPE_BF16 ? "bf16" : "fp16", d,
                tile, sq > 1 ? 4 : 1, paged ? "paged" : "contig");
-      const char *name = ingot_plan_kernel_name(plan);
+      /* the chosen kernel models within 1% of every other of its rank (plan.c's INGOT_COST_MARGIN:
+       * a later one wins only 1% faster) */
+      for (int k = 0; k < plan->num_considered; ++k)
+        CHECK(0.99 * plan->dispatch.cost <= plan->considered[k].cost);
+      if (rank_of_two) CHECK(plan->num_considered == 2);
       CHECK_HAS(name, want);
       if (strstr(name, want) == NULL) fprintf(stderr, "  %s: %s, wanted %s\n", archs[a], name, want);
       const int tc = strstr(name, "_tc") != NULL;

@@ -161,17 +161,83 @@ int main(void) {
   for (int i = 0; i < 2000; ++i) {
     const int64_t cus = rnd_range(8, 400), bpc = rnd_range(2, 8), resident = cus * bpc;
     const int64_t sat = resident * 60 / 100, sat_cus = cus * 80 / 100, n = rnd_range(1, resident);
+    const ingot_ad_model md = {resident, cus, sat, sat_cus, 64, 4, 64, 1};
     const double want = (double)n / (double)sat > 1.0 ? (double)n / (double)sat : 1.0;
-    const double got = ingot_ad_round_time(n, cus, sat, sat_cus);
-    if (got != want)
+    const double got = ingot_ad_round_time(&md, n, 0);
+    if (got != want || ingot_ad_round_time(&md, n, 1) != want)
       fprintf(stderr, "%lld workgroups, %lld CUs x %lld: %g segment times, expected %g\n", (long long)n,
               (long long)cus, (long long)bpc, got, want);
-    CHECK(got == want);
+    CHECK(got == want && ingot_ad_round_time(&md, n, 1) == want);
   }
   /* One workgroup per CU (8 waves on the H200): 96 of them leave 36 SMs idle and
    * stream at 96 / 105 of DRAM; 128 are DRAM-bound (n / 79). */
-  CHECK(ingot_ad_round_time(96, 132, 79, 105) == 105.0 / 79.0);
-  CHECK(ingot_ad_round_time(128, 132, 79, 105) == 128.0 / 79.0);
-  CHECK(ingot_ad_round_time(0, 132, 79, 105) == 0.0);
+  {
+    const ingot_ad_model md = {132, 132, 79, 105, 128, 4, 128, 1};
+    CHECK(ingot_ad_round_time(&md, 96, 0) == 105.0 / 79.0);
+    CHECK(ingot_ad_round_time(&md, 128, 0) == 128.0 / 79.0);
+    CHECK(ingot_ad_round_time(&md, 0, 0) == 0.0);
+  }
+  /* Row blocks after a KV head's first read K and V from L2: against DRAM they
+   * weigh INGOT_AD_L2_REREAD of a workgroup (3 blocks: (1 + 2 x 0.25) / 3), the
+   * CUs count them whole; only in the kernel comparison's cost (traffic 1). */
+  for (int i = 0; i < 200; ++i) {
+    const int64_t blocks = rnd_range(1, 8), n = rnd_range(1, 2000);
+    const ingot_ad_model md = {264, 132, 158, 105, 64, 16, 64, blocks};
+    const double w = (1.0 + (double)(blocks - 1) * INGOT_AD_L2_REREAD) / (double)blocks;
+    const double busy = n < 132 ? (double)n : 132.0;
+    double want = (double)n * w / 158.0;
+    if (want < 1.0) want = 1.0;
+    if ((double)n / busy * 105.0 / 158.0 > want) want = (double)n / busy * 105.0 / 158.0;
+    CHECK(ingot_ad_round_time(&md, n, 1) == want);
+    double plain = (double)n / 158.0;
+    if (plain < 1.0) plain = 1.0;
+    if ((double)n / busy * 105.0 / 158.0 > plain) plain = (double)n / busy * 105.0 / 158.0;
+    CHECK(ingot_ad_round_time(&md, n, 0) == plain);
+  }
+
+  /* Multi-query: the row-wave kernels (decode_mq: 64 rows in 4 waves of 32 tokens;
+   * decode_mq_d64: 80 rows in 5) against the group-16 rings in row blocks (decode_g16: 16
+   * rows, 4 waves x 16 tokens), one rank. The modelled times order them as the H200
+   * measured (decision 0032's crossover, ingot's us row waves -> row blocks), at every point
+   * where one was 5% or more faster: StarCoder 48/1 head dim 128, Falcon 71/1 head dim 64.
+   * Resident workgroups as the runtime derives them from the objects: two per SM, the
+   * head-dim-64 rings three. */
+  {
+    const ingot_ad_kernel_meta rw128 = {INGOT_DTYPE_BF16, 128, 64, 1, 64, 4, 32, 256, 0, 1, 1};
+    const ingot_ad_kernel_meta rw64 = {INGOT_DTYPE_BF16, 64, 80, 1, 80, 5, 32, 256, 0, 1, 1};
+    const ingot_ad_kernel_meta g16_128 = {INGOT_DTYPE_BF16, 128, 16, 1, 16, 4, 16, 256, 0, 1, 0};
+    const ingot_ad_kernel_meta g16_64 = {INGOT_DTYPE_BF16, 64, 16, 1, 16, 4, 16, 256, 0, 1, 0};
+    const ingot_device_caps two = {32, 132, 232448, 2, 0}, three = {32, 132, 232448, 3, 0};
+    static const struct {
+      int Hq, B, L, blocks_win; /* 1: row blocks measured 5% or more faster; 0: row waves */
+    } points[] = {
+        /* 48/1: 8K B=1 14.75 -> 10.12 us, B=2 15.85 -> 11.62, B=4 19.76 -> 15.58, B=8 26.43 -> 19.32;
+         * 64K B=1 23.91 -> 19.71, B=2 32.84 -> 30.93; 8K B=32 50.87 -> 65.60; 64K B=8 90.25 -> 107.95,
+         * B=32 353.71 -> 437.18; 32K B=16 88.21 -> 110.23 */
+        {48, 1, 8192, 1},  {48, 2, 8192, 1},  {48, 4, 8192, 1},   {48, 8, 8192, 1},   {48, 1, 65536, 1},
+        {48, 2, 65536, 1}, {48, 32, 8192, 0}, {48, 8, 65536, 0},  {48, 32, 65536, 0}, {48, 16, 32768, 0},
+        /* 71/1: 8K B=1 13.69 -> 8.49, B=2 14.51 -> 10.00, B=4 17.76 -> 13.29, B=8 23.75 -> 17.77; 64K
+         * B=1 22.02 -> 16.60, B=2 30.47 -> 27.22; 8K B=32 47.72 -> 54.53; 64K B=8 84.06 -> 97.10, B=32
+         * 331.47 -> 361.61; 32K B=16 82.37 -> 88.86 */
+        {71, 1, 8192, 1},  {71, 2, 8192, 1},  {71, 4, 8192, 1},   {71, 8, 8192, 1},   {71, 1, 65536, 1},
+        {71, 2, 65536, 1}, {71, 32, 8192, 0}, {71, 8, 65536, 0},  {71, 32, 65536, 0}, {71, 16, 32768, 0},
+    };
+    for (size_t i = 0; i < sizeof points / sizeof points[0]; ++i) {
+      const int d64 = points[i].Hq == 71;
+      const ingot_ad_kernel_meta *rw = d64 ? &rw64 : &rw128, *blocks = d64 ? &g16_64 : &g16_128;
+      ingot_attention_graph g =
+          shaped_graph(INGOT_DTYPE_BF16, points[i].Hq, 1, rw->head_dim, 1, points[i].B, points[i].L, 0, 0, 0, 0);
+      ingot_dispatch_plan p_rw, p_blocks;
+      char err[256] = "";
+      CHECK_STATUS(e->plan(rw, &g, &two, &p_rw, err, sizeof err), INGOT_OK);
+      CHECK_STATUS(e->plan(blocks, &g, d64 ? &three : &two, &p_blocks, err, sizeof err), INGOT_OK);
+      const int blocks_win = p_blocks.cost < p_rw.cost;
+      if (blocks_win != points[i].blocks_win)
+        fprintf(stderr, "%d/1 B %d L %d: row waves model %.2f, row blocks %.2f; measured the %s faster\n",
+                points[i].Hq, points[i].B, points[i].L, p_rw.cost, p_blocks.cost,
+                points[i].blocks_win ? "row blocks" : "row waves");
+      CHECK(blocks_win == points[i].blocks_win);
+    }
+  }
   return test_finish("test_split_policy");
 }

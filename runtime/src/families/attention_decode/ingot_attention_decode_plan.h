@@ -5,6 +5,7 @@
 #ifndef INGOT_ATTENTION_DECODE_DISPATCH_H
 #define INGOT_ATTENTION_DECODE_DISPATCH_H
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -114,24 +115,54 @@ static inline int64_t ingot_ad_share(int64_t n, int percent) {
  * moving little: the tail the segment count's refinement removes. Kernels
  * that differ only in their waves per workgroup compare in the same units: a
  * step is one chunk per wave, and resident and saturating count this kernel's
- * workgroups. In doubles (the products can pass 2^63). */
-static inline double ingot_ad_round_time(int64_t n, int64_t cus, int64_t saturating, int64_t saturating_cus) {
+ * workgroups. In doubles (the products can pass 2^63).
+ *
+ * Two terms make kernels of different row tiles comparable (decision 0033),
+ * calibrated on the multi-query crossover of decision 0032 (H200: 48/1 and
+ * 71/1, B 1..32, 8K and 64K): each segment writes a partial of rows x D fp32,
+ * INGOT_AD_PARTIAL_STEPS x rows / tile steps of its workgroup, and the merge
+ * reads them all back (INGOT_AD_MERGE_READ x the partials' elements over what
+ * a saturated step streams, sat x waves x tokens_per_wave tokens); and the row
+ * blocks after a KV head's first read its K and V from L2, so they weigh
+ * INGOT_AD_L2_REREAD of a workgroup against DRAM (they still take CUs). The
+ * terms (traffic 1) go into the plan's cost only: the segment count is chosen
+ * without them, so every kernel keeps the counts it was measured with
+ * (tests/runtime/test_split_policy.c). In whole steps, they tie for kernels
+ * whose partials are a fraction of a step (the 4- and 8-wave kernels). */
+#define INGOT_AD_PARTIAL_STEPS 2.0
+#define INGOT_AD_MERGE_READ 4.0
+#define INGOT_AD_L2_REREAD 0.25
+
+typedef struct ingot_ad_model {
+  int64_t resident, cus, saturating, saturating_cus; /* the device, in this kernel's workgroups */
+  int64_t tile, rows, chunk_tokens;                  /* the kernel: tokens a step, rows a block, waves x tokens_per_wave */
+  int64_t row_blocks;                                /* row blocks per KV head */
+} ingot_ad_model;
+
+static inline double ingot_ad_round_time(const ingot_ad_model *md, int64_t n, int traffic) {
   if (n == 0) return 0.0;
-  const int64_t busy = n < cus ? n : cus;
-  const double by_dram = (double)n / (double)saturating;
-  const double by_cus = (double)n / (double)busy * (double)saturating_cus / (double)saturating;
+  const int64_t busy = n < md->cus ? n : md->cus;
+  const double dram_weight =
+      traffic ? (1.0 + (double)(md->row_blocks - 1) * INGOT_AD_L2_REREAD) / (double)md->row_blocks : 1.0;
+  const double by_dram = (double)n * dram_weight / (double)md->saturating;
+  const double by_cus = (double)n / (double)busy * (double)md->saturating_cus / (double)md->saturating;
   const double t = by_dram > 1.0 ? by_dram : 1.0;
   return by_cus > t ? by_cus : t;
 }
 
-static inline double ingot_ad_split_cost(int64_t base, int64_t splits, int64_t resident, int64_t cus,
-                                         int64_t saturating, int64_t saturating_cus, int64_t capacity,
-                                         int64_t tile) {
-  const int64_t n = base * splits, full = n / resident, rest = n % resident;
-  const double rounds = (double)full * ingot_ad_round_time(resident, cus, saturating, saturating_cus) +
-                        ingot_ad_round_time(rest, cus, saturating, saturating_cus);
-  const int64_t steps = ingot_ad_ceil_div(ingot_ad_ceil_div(capacity, tile), splits) + 1;
-  return rounds * (double)steps + (splits > 1 ? INGOT_AD_MERGE_STEPS : 0.0);
+static inline double ingot_ad_split_cost(const ingot_ad_model *md, int64_t base, int64_t splits, int64_t capacity,
+                                         int traffic) {
+  const int64_t n = base * splits, full = n / md->resident, rest = n % md->resident;
+  const double rounds = (double)full * ingot_ad_round_time(md, md->resident, traffic) +
+                        ingot_ad_round_time(md, rest, traffic);
+  double steps = (double)(ingot_ad_ceil_div(ingot_ad_ceil_div(capacity, md->tile), splits) + 1);
+  double merge = INGOT_AD_MERGE_STEPS;
+  if (traffic) {
+    steps += ceil(INGOT_AD_PARTIAL_STEPS * (double)md->rows / (double)md->tile);
+    merge += ceil(INGOT_AD_MERGE_READ * (double)n * (double)md->rows /
+                  ((double)md->saturating * (double)md->chunk_tokens));
+  }
+  return rounds * steps + (splits > 1 ? merge : 0.0);
 }
 
 /* The scalars every plan hands the kernels: the graph's strides, sizes, flags, scale. */
@@ -314,18 +345,18 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
    * the end): the count of at most `most` with the least modelled time, taken
    * only when it saves a tenth or more. */
   {
-    const int64_t saturating = ingot_ad_share(resident, pol->saturating_percent);
-    const int64_t saturating_cus = ingot_ad_share(cus, pol->saturating_cu_percent);
-    const double start =
-        ingot_ad_split_cost(base, splits, resident, cus, saturating, saturating_cus, g->capacity, tile);
+    const ingot_ad_model md = {resident, cus, ingot_ad_share(resident, pol->saturating_percent),
+                               ingot_ad_share(cus, pol->saturating_cu_percent), tile, m->rows,
+                               (int64_t)m->waves * m->tokens_per_wave, row_blocks};
+    const double start = ingot_ad_split_cost(&md, base, splits, g->capacity, 0);
     double best = start;
     int64_t pick = splits;
     for (int64_t s = splits + 1; s <= most; ++s) {
-      const double c = ingot_ad_split_cost(base, s, resident, cus, saturating, saturating_cus, g->capacity, tile);
+      const double c = ingot_ad_split_cost(&md, base, s, g->capacity, 0);
       if (c < best) best = c, pick = s;
     }
     if (best <= 0.9 * start) splits = pick;
-    out_cost = splits == pick ? best : start;
+    out_cost = ingot_ad_split_cost(&md, base, splits, g->capacity, 1);
   }
 
   /* Balanced split (docs/INTERNALS.md "Balanced split"): a batch of 2 to
