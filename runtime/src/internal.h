@@ -206,6 +206,12 @@ int ingot_select_kernels(const ingot_context *ctx, const ingot_family *family, c
 
 /* ---- plans --------------------------------------------------------------- */
 #define INGOT_MAX_CONSIDERED 8
+/* A kernel later in tie order replaces the best so far only when its
+ * modelled time is below this share of the best's: the models are not finer
+ * than that, and their small terms (a segment's partial, the merge's reads)
+ * would otherwise break exact ties measured to favour fewer waves (decisions
+ * 0016, 0033). */
+#define INGOT_COST_MARGIN 0.99
 struct ingot_plan {
   ingot_context *ctx;
   const ingot_kernel *kernel;

@@ -48,13 +48,6 @@ int ingot_blocks_per_cu(const char *arch, const ingot_code_object *obj, int wave
   return blocks > 0 ? blocks : 0;
 }
 
-/* A kernel later in tie order replaces the best so far only when its
- * modelled time is below this share of the best's: the models are not finer
- * than that, and their small terms (a segment's partial, the merge's reads)
- * would otherwise break exact ties measured to favour fewer waves (decisions
- * 0016, 0033). */
-#define INGOT_COST_MARGIN 0.99
-
 /* Plans one kernel for arch: the device's properties, the dispatch stub's plan
  * and its sanity. err gets the problem. */
 static ingot_status plan_kernel(const ingot_context *ctx, const char *arch, ingot_plan *plan, char *err,

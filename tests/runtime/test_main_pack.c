@@ -66,7 +66,7 @@ static int check_rank_choice(ingot_context *ctx, int w8_built) {
     const ingot_device_caps *dev = &plan->caps;
     const ingot_dispatch_plan p4 = stub_plan(&g, 4, w8_built ? 2 : dev->blocks_per_cu, dev),
                               p8 = stub_plan(&g, 8, 1, dev);
-    const int want8 = w8_built && p8.cost < 0.99 * p4.cost; /* plan.c's INGOT_COST_MARGIN */
+    const int want8 = w8_built && p8.cost < INGOT_COST_MARGIN * p4.cost;
     const ingot_dispatch_plan *got = ingot_plan_dispatch_info(plan), *want = want8 ? &p8 : &p4;
     const int is8 = strstr(ingot_plan_kernel_name(plan), "_w8t16_tc") != NULL;
     if (is8 != want8 || got->cost != want->cost || got->num_splits != want->num_splits)
@@ -438,10 +438,10 @@ int main(int argc, char **argv) {
       char want[128];
       snprintf(want, sizeof want, "attention_decode_%s_d%d_g%d_sq%d_%s_", dt == INGOT_DTYPE_BF16 ? "bf16" : "fp16", d,
                tile, sq > 1 ? 4 : 1, paged ? "paged" : "contig");
-      /* the chosen kernel models within 1% of every other of its rank (plan.c's INGOT_COST_MARGIN:
+      /* the chosen kernel models within 1% of every other of its rank (INGOT_COST_MARGIN:
        * a later one wins only 1% faster) */
       for (int k = 0; k < plan->num_considered; ++k)
-        CHECK(0.99 * plan->dispatch.cost <= plan->considered[k].cost);
+        CHECK(INGOT_COST_MARGIN * plan->dispatch.cost <= plan->considered[k].cost);
       if (rank_of_two) CHECK(plan->num_considered == 2);
       CHECK_HAS(name, want);
       if (strstr(name, want) == NULL) fprintf(stderr, "  %s: %s, wanted %s\n", archs[a], name, want);
