@@ -38,6 +38,18 @@ static int splits_with(const ingot_dispatch_entry *e, const ingot_ad_kernel_meta
   return p.num_splits;
 }
 
+/* The round time of n workgroups of DRAM weight w each in the L2 check's model (264
+ * resident, 132 CUs, DRAM saturated by 158, 105 CUs' worth of a round's streaming): the
+ * DRAM's n x w / 158 rounds, at least one, or n / busy x 105 / 158 on the busy CUs,
+ * whichever is more. */
+static double l2_round(int64_t n, double w) {
+  const double busy = n < 132 ? (double)n : 132.0;
+  double t = (double)n * w / 158.0;
+  if (t < 1.0) t = 1.0;
+  if ((double)n / busy * 105.0 / 158.0 > t) t = (double)n / busy * 105.0 / 158.0;
+  return t;
+}
+
 static int splits_for(const ingot_dispatch_entry *e, int B, int Hq, int Hkv, int64_t cap,
                       const ingot_device_caps *caps) {
   return splits_with(e, &k_seed, B, Hq, Hkv, cap, caps);
@@ -184,15 +196,8 @@ int main(void) {
     const int64_t blocks = rnd_range(1, 8), n = rnd_range(1, 2000);
     const ingot_ad_model md = {264, 132, 158, 105, 64, 16, 64, blocks};
     const double w = (1.0 + (double)(blocks - 1) * INGOT_AD_L2_REREAD) / (double)blocks;
-    const double busy = n < 132 ? (double)n : 132.0;
-    double want = (double)n * w / 158.0;
-    if (want < 1.0) want = 1.0;
-    if ((double)n / busy * 105.0 / 158.0 > want) want = (double)n / busy * 105.0 / 158.0;
-    CHECK(ingot_ad_round_time(&md, n, 1) == want);
-    double plain = (double)n / 158.0;
-    if (plain < 1.0) plain = 1.0;
-    if ((double)n / busy * 105.0 / 158.0 > plain) plain = (double)n / busy * 105.0 / 158.0;
-    CHECK(ingot_ad_round_time(&md, n, 0) == plain);
+    CHECK(ingot_ad_round_time(&md, n, 1) == l2_round(n, w));
+    CHECK(ingot_ad_round_time(&md, n, 0) == l2_round(n, 1.0));
   }
 
   /* Multi-query: the row-wave kernels (decode_mq: 64 rows in 4 waves of 32 tokens;
