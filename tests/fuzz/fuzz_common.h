@@ -313,7 +313,7 @@ static inline int fz_graph_flags(const ingot_attention_graph *g) {
  * Hkv x row blocks, 1, 1): a workgroup per slot), the merge
  * grid of `units` segments, both programmatic, the batch in flags, and the
  * workspace of the layout (per KV head (units + B) slots of rows_total x
- * (D + 1) floats, lse padded to 4, then B + 1 int64 prefix sums). */
+ * (D + 1) floats, lse padded to 4, then B int64 records). */
 static inline void fz_check_balanced(const ingot_ad_kernel_meta *m, const ingot_attention_graph *g,
                               const ingot_device_caps *caps, const ingot_dispatch_plan *p) {
   const ingot_ad_params *P = ingot_ad_params_in(p);
@@ -352,7 +352,7 @@ static inline void fz_check_balanced(const ingot_ad_kernel_meta *m, const ingot_
                  merge->flags == INGOT_LAUNCH_PROGRAMMATIC,
              "balanced merge grid (%u, %u, %u)", merge->grid[0], merge->grid[1], merge->grid[2]);
   const fz_u128 slots = (fz_u128)(uint64_t)p->num_splits + (uint64_t)B, lse_n = rows_total * slots;
-  const fz_u128 ws = ((lse_n + 3) / 4 * 4 + lse_n * (uint64_t)D) * (uint64_t)Hkv * 4u + ((uint64_t)B + 1) * 8u;
+  const fz_u128 ws = ((lse_n + 3) / 4 * 4 + lse_n * (uint64_t)D) * (uint64_t)Hkv * 4u + (uint64_t)B * 8u;
   FZ_REQUIRE((fz_u128)p->workspace_bytes == ws, "balanced workspace %llu, expected %.0f",
              (unsigned long long)p->workspace_bytes, (double)ws);
   FZ_REQUIRE(P->capacity == g->capacity && P->sq == Sq && P->num_kv_heads == Hkv, "scalars");

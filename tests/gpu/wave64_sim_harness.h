@@ -253,11 +253,11 @@ int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *
   g.scale = 1.0f / std::sqrt((float)D);
 
   // The launches and kernargs as the dispatch stub makes them. Balanced: per KV
-  // head a block of units + B slots, then the tile prefix sums P[0..B] as int64.
+  // head a block of units + B slots, then the B records (first slot, pieces) as int64.
   const bool balanced = fill > 0;
   const long long slots_per = balanced ? ingot_ad_bal_slots(splits, B) : splits;
   const long long per = ((long long)rows_total * slots_per + 3) / 4 * 4 + (long long)rows_total * slots_per * D;
-  const size_t ws_floats = balanced ? (size_t)(Hkv * per + 2 * (B + 1)) : splits > 1 ? (size_t)(B * Hkv * per) : 1;
+  const size_t ws_floats = balanced ? (size_t)(Hkv * per + 2 * B) : splits > 1 ? (size_t)(B * Hkv * per) : 1;
   std::vector<float> ws(ws_floats);
   std::memset(ws.data(), 0xFF, ws.size() * 4);
   std::memset(o.data(), 0xFF, o.size() * 2);

@@ -11,7 +11,8 @@
  *    fresh random length vectors: zeros, ones, odd lengths, the capacity and
  *    past it, negative ones, one huge among many tiny, log-uniform spreads,
  *    sums near 2^31 and far past it (capacity 2^31 - 1 - 1024), B = 4096.
- *  - A negative control: a schedule replay with a broken slot rule fails.
+ *  - Negative controls: a slot rule without the classes ahead collides; a
+ *    workspace one word short fails the replay.
  * usage: test_ragged_balance */
 #include "test_util.h"
 /* after test_util.h, which sets the feature macros before any system header */
@@ -174,13 +175,22 @@ static void check_schedules(void) {
                              ingot_ad_balanced_workspace(ARITH_BATCH, 1, 1, 32, 256), &np, msg,
                              sizeof msg);
   if (why) fprintf(stderr, "B 4096 all at capacity 2^31 - 1025: %s\n", why);
-  /* 256 equal shares of 16 whole sequences each: one piece per sequence, none split */
+  /* 256 shares of 16 equal sequences each: one piece per sequence, none cut */
   CHECK(why == NULL && np == ARITH_BATCH);
-  /* tiles 3, 2, 2, 2 over 3 units ([0,3) [3,6) [6,9)): only sequence 2 ([5,7)) is cut */
+  /* tiles 3, 2, 2, 2 over 3 shares of 3: each sequence is at most a share, none is cut
+   * (a share's edge falls inside sequences 1 and 2, which stay whole) */
   g_lens[0] = 16 * 3;
   for (int b = 1; b < 4; ++b) g_lens[b] = 16 * 2;
   why = rs_check(g_lens, 4, 1000, 16, 3, 3, 0, 0, 0, 0, &np, msg, sizeof msg);
-  CHECK(why == NULL && np == 5);
+  CHECK(why == NULL && np == 4);
+  /* one long among short ones: 40 tiles and 8 x 1 over 6 shares of 8: the long one
+   * in round(40 x 6 / 48) = 5 pieces of 8, each short one whole; the long one's
+   * pieces (class 0) take slots 0..4 although it is last in the batch */
+  for (int b = 0; b < 8; ++b) g_lens[b] = 16;
+  g_lens[8] = 16 * 40;
+  why = rs_check(g_lens, 9, 1000, 16, 6, 6, 0, 0, 0, 0, &np, msg, sizeof msg);
+  CHECK(why == NULL && np == 13 && ingot_ad_bal_pieces(40, 48, 6) == 5 && ingot_ad_bal_pieces(1, 48, 6) == 1);
+  CHECK(ingot_ad_bal_class(40, 5, 48, 6) == 0 && ingot_ad_bal_class(1, 1, 48, 6) == 2);
   /* an empty batch: no unit has a share, every sequence no piece */
   memset(g_lens, 0, sizeof g_lens);
   why = rs_check(g_lens, 17, 1000, 64, 40, 20, 0, 0, 0, 0, &np, msg, sizeof msg);
@@ -192,7 +202,10 @@ static void check_schedules(void) {
   /* a short batch takes `fill` units, not all: 15 tiles over 3 of 200, shares of 5 */
   CHECK(ingot_ad_bal_active(15, 200, 3) == 3);
   why = rs_check(g_lens, 5, 1000, 64, 200, 3, 0, 0, 0, 0, &np, msg, sizeof msg);
-  CHECK(why == NULL && np == 6); /* tiles 1, 2, 3, 4, 5 over [0,5) [5,10) [10,15): only sequence 2 is cut */
+  CHECK(why == NULL && np == 5); /* tiles 1, 2, 3, 4, 5: each at most a share, none cut */
+  /* rounding: 3 shares of 10 tiles; 14 tiles (1.4 shares) stay whole, 15 (1.5) are cut in 2 */
+  CHECK(ingot_ad_bal_pieces(14, 30, 3) == 1 && ingot_ad_bal_pieces(15, 30, 3) == 2 &&
+        ingot_ad_bal_pieces(16, 30, 3) == 2 && ingot_ad_bal_pieces(0, 30, 3) == 0);
   /* a long batch takes shares of at most INGOT_AD_BALANCED_SHARE_TILES tiles, up to the units */
   CHECK(ingot_ad_bal_active(64 * 100, 256, 33) == 100 && ingot_ad_bal_active(64 * 100 + 1, 256, 33) == 101);
   CHECK(ingot_ad_bal_active(64 * 1000, 256, 33) == 256 && ingot_ad_bal_active(0, 256, 33) == 0);
@@ -201,26 +214,29 @@ static void check_schedules(void) {
 
 /* The workspace bound: exact, and 0 (the plan's refusal) when a product overflows. */
 static void check_workspace(void) {
-  CHECK(ingot_ad_balanced_workspace(2, 1, 4, 128, 2) == (uint64_t)((16 + 16 * 128) * 4 + 3 * 8));
-  CHECK(ingot_ad_balanced_workspace(32, 8, 4, 128, 32) == (uint64_t)((256 + 256 * 128) * 8 * 4 + 33 * 8));
+  CHECK(ingot_ad_balanced_workspace(2, 1, 4, 128, 2) == (uint64_t)((16 + 16 * 128) * 4 + 2 * 8));
+  CHECK(ingot_ad_balanced_workspace(32, 8, 4, 128, 32) == (uint64_t)((256 + 256 * 128) * 8 * 4 + 32 * 8));
   CHECK(ingot_ad_balanced_workspace(4096, 65535, 1 << 20, 1 << 20, 256) == 0);
   CHECK(ingot_ad_balanced_workspace(4096, 65535, (int64_t)1 << 40, 128, 256) == 0);
 }
 
-/* Negative controls: slot w alone (without + b) collides where pieces of two
- * sequences share a unit, and rs_check catches a workspace one word short. */
+/* Negative controls: a sequence's first slot from its class's own prefix alone
+ * (without the pieces of the classes ahead) collides where the batch has two
+ * classes, and rs_check catches a workspace one word short. */
 static void check_negative_control(void) {
-  for (int b = 0; b < 8; ++b) g_lens[b] = 1000;
+  for (int b = 0; b < 8; ++b) g_lens[b] = b % 2 ? 64 : 1000; /* tiles 16 and 1 (tile 64) */
+  const long long total = 4 * 16 + 4, active = 12;
+  unsigned long long before = 0;
   unsigned char used[64] = {0};
   int collisions = 0;
-  const long long total = 8 * 16, active = 12; /* 8 sequences of 16 tiles (tile 64), 12 units */
-  for (long long w = 0; w < active; ++w)
-    for (int b = 0; b < 8; ++b) {
-      long long lo, hi;
-      ingot_ad_bal_piece(w, total, active, 16LL * b, 16, &lo, &hi);
-      if (lo < hi && ingot_ad_bal_piece_slot(w, b, lo, hi, 16LL * b, 16) >= 0) collisions += used[w]++ > 0;
-    }
-  CHECK(collisions > 0); /* slot = w alone collides; w + b (the header's) does not (check_schedules) */
+  for (int b = 0; b < 8; ++b) {
+    const long long nb = b % 2 ? 1 : 16, kb = ingot_ad_bal_pieces(nb, total, active);
+    const int c = ingot_ad_bal_class(nb, kb, total, active);
+    for (long long s = ingot_ad_bal_field(before, c); s < ingot_ad_bal_field(before, c) + kb; ++s)
+      collisions += used[s]++ > 0;
+    before += ingot_ad_bal_pack(kb, c);
+  }
+  CHECK(collisions > 0); /* the header's ingot_ad_bal_first adds the classes ahead (check_schedules) */
   char msg[256];
   CHECK(rs_check(g_lens, 8, 1000, 64, 12, 12, 0, 0, 0, 0, NULL, msg, sizeof msg) == NULL);
   /* a wrong workspace size is caught */

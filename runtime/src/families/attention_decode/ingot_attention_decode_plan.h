@@ -188,14 +188,15 @@ static inline void ingot_ad_plan_scalars(const ingot_attention_graph *g, int pag
   out->group = (int32_t)group;
 }
 
-/* Bytes of a balanced plan's workspace (templates/ingot_attention_decode.h,
- * balanced_prefix_offset): per KV head lse [rows_total x slots] padded to 4
- * floats, then O [rows_total x slots x D] (slots = units + B); then the tile
- * prefix sums P[0..B], int64. 0 when a product overflows 64 bits. */
+/* Bytes of a balanced plan's workspace (templates/ingot_ad_addressing.h,
+ * balanced_record_offset): per KV head lse [rows_total x slots] padded to 4
+ * floats, then O [rows_total x slots x D] (slots = units + B); then each
+ * sequence's record (its first slot and piece count), int64. 0 when a product
+ * overflows 64 bits. */
 static inline uint64_t ingot_ad_balanced_workspace(int64_t B, int64_t Hkv, int64_t rows_total, int64_t D,
                                                    int64_t units) {
   uint64_t lse_n = 0, o_n = 0, per = 0, all = 0, bytes = 0;
-  const uint64_t slots = (uint64_t)units + (uint64_t)B, prefix = ((uint64_t)B + 1) * 8u;
+  const uint64_t slots = (uint64_t)units + (uint64_t)B, prefix = (uint64_t)B * 8u;
   if (ingot_ad_mul((uint64_t)rows_total, slots, &lse_n) || ingot_ad_mul(lse_n, (uint64_t)D, &o_n) ||
       __builtin_add_overflow((lse_n + 3) / 4 * 4, o_n, &per) || ingot_ad_mul(per, (uint64_t)Hkv, &all) ||
       ingot_ad_mul(all, 4u, &bytes) || __builtin_add_overflow(bytes, prefix, &bytes))
@@ -205,9 +206,10 @@ static inline uint64_t ingot_ad_balanced_workspace(int64_t B, int64_t Hkv, int64
 
 /* The balanced plan (units per KV head and row block; docs/INTERNALS.md
  * "Balanced split"): split grid ((units + B - 1) x Hkv x row_blocks, 1, 1), a
- * workgroup per slot w + b of a piece, the batch in flags; the merge grid of the uniform plan with `units` segments (at most
- * units pieces per sequence), always launched: it writes the sequences that
- * no single unit held whole and the empty ones. */
+ * workgroup per slot (the pieces number at most units + B - 1), the batch in
+ * flags; the merge grid of the uniform plan with `units` segments (at most
+ * units pieces per sequence), always launched: it writes the sequences cut
+ * into several pieces and the empty ones. */
 static inline ingot_status ingot_ad_plan_balanced(const ingot_ad_kernel_meta *m, const ingot_attention_graph *g,
                                                   const ingot_device_caps *caps, int64_t B, int64_t Hkv,
                                                   int64_t Sq, int64_t D, int64_t group, int64_t rows_total,
