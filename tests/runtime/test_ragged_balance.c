@@ -2,7 +2,8 @@
  * (templates/ingot_attention_decode_balance.h, ingot_attention_decode_plan.h;
  * docs/INTERNALS.md "Balanced split"), host only.
  *  - The plan: a batch of 2..INGOT_AD_BALANCED_MAX_BATCH (1024) sequences is
- *    balanced when the caps allow it (units = the uniform plan's segments x B,
+ *    balanced when the caps allow it (units = the uniform plan's segments x B
+ *    x the rounds of caps.balance,
  *    capped at 256 and the kernel's max_splits), with the uniform plan's
  *    modelled time; B = 1, B past the maximum and
  *    caps.balance = 0 give the uniform plan, unchanged. Grids, flags and the
@@ -84,11 +85,14 @@ static void check_plans(void) {
     ingot_dispatch_plan u, p;
     char err[256] = "";
     CHECK_STATUS(plan_of(m, B, Hkv, capacity, paged, 0, blocks, &u, err, sizeof err), INGOT_OK);
-    CHECK_STATUS(plan_of(m, B, Hkv, capacity, paged, 1, blocks, &p, err, sizeof err), INGOT_OK);
+    /* caps.balance = the rounds of resident workgroups (INGOT_BALANCE=N), past the maximum too */
+    const int balance = (int)rnd_range(1, INGOT_BALANCE_MAX_ROUNDS + 2);
+    const int64_t balance_rounds = balance < INGOT_BALANCE_MAX_ROUNDS ? balance : INGOT_BALANCE_MAX_ROUNDS;
+    CHECK_STATUS(plan_of(m, B, Hkv, capacity, paged, balance, blocks, &p, err, sizeof err), INGOT_OK);
     if (err[0]) fprintf(stderr, "B %d Hkv %d capacity %lld: %s\n", B, Hkv, (long long)capacity, err);
     CHECK(!(ingot_ad_params_in(&u)->flags & INGOT_AD_FLAG_BALANCED));
     const int64_t rows_total = (int64_t)m->group * m->max_sq, row_blocks = (rows_total + m->rows - 1) / m->rows;
-    const int64_t want = (int64_t)u.num_splits * B;
+    const int64_t want = (int64_t)u.num_splits * B * balance_rounds;
     const int64_t most = m->max_splits < 256 ? m->max_splits : 256;
     const int64_t units = want < most ? want : most;
     const int64_t resident = 132 * blocks;
@@ -102,7 +106,7 @@ static void check_plans(void) {
     }
     ++balanced;
     capped += units < want;
-    int64_t fill = (resident + Hkv * row_blocks - 1) / (Hkv * row_blocks);
+    int64_t fill = (resident * balance_rounds + Hkv * row_blocks - 1) / (Hkv * row_blocks);
     if (fill > units) fill = units;
     CHECK(ingot_ad_params_in(&p)->flags == (ingot_ad_params_in(&u)->flags | INGOT_AD_FLAG_BALANCED | (B << INGOT_AD_FLAG_BATCH_SHIFT) |
                       (int)(fill << INGOT_AD_FLAG_FILL_SHIFT)));

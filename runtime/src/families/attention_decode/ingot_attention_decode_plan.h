@@ -361,31 +361,33 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
     out_cost = ingot_ad_split_cost(&md, base, splits, g->capacity, 1);
   }
 
-  /* Balanced split (docs/INTERNALS.md "Balanced split"): a batch of 2 to
-   * INGOT_AD_BALANCED_MAX_BATCH sequences is cut into as many equal shares of
-   * its real tiles as the uniform plan above has workgroups (units = splits x B
-   * per KV head and row block, at most the kernels' 256 and the kernel's
-   * max_splits), decided on the device from the lengths; a share's pieces (one
-   * per sequence it overlaps) run as workgroups of their own.
-   * When the cap binds (B large) it is taken only if the units still fill the
-   * device. The device takes at least `fill` of the units (one round) and more
-   * for long batches (ingot_attention_decode_balance.h, ingot_ad_bal_active).
-   * The modelled time is the uniform plan's: the model knows only the
-   * capacity, and kernels of one rank compare as before. */
+  /* Balanced split (docs/design/balanced-split.md): a batch of 2 to
+   * INGOT_AD_BALANCED_MAX_BATCH sequences is cut into pieces in proportion to
+   * its real lengths, about as many as the uniform plan above has workgroups
+   * times caps->balance (the rounds, 1..INGOT_BALANCE_MAX_ROUNDS): units =
+   * splits x B x rounds per KV head and row block, at most the kernels' 256
+   * and the kernel's max_splits, decided on the device from the lengths; each
+   * piece runs as a workgroup of its own. When the cap binds (B large) it is
+   * taken only if the units still fill the device. The device takes at least
+   * `fill` of the units (the rounds of resident workgroups) and more for long
+   * batches (ingot_attention_decode_balance.h, ingot_ad_bal_active). The
+   * modelled time is the uniform plan's: the model knows only the capacity,
+   * and kernels of one rank compare as before. */
   int64_t units = 0;
-  if (caps->balance && B > 1 && B <= INGOT_AD_BALANCED_MAX_BATCH) {
+  const int64_t rounds = caps->balance < INGOT_BALANCE_MAX_ROUNDS ? caps->balance : INGOT_BALANCE_MAX_ROUNDS;
+  if (rounds > 0 && B > 1 && B <= INGOT_AD_BALANCED_MAX_BATCH) {
     int64_t most_units = pol->kernel_max_splits < m->max_splits ? pol->kernel_max_splits : m->max_splits;
     if (most_units > INT32_MAX / (Hkv * row_blocks)) most_units = INT32_MAX / (Hkv * row_blocks);
-    const int64_t want = splits * B; /* <= 256 x 1024 */
+    const int64_t want = splits * B * rounds; /* <= 256 x 1024 x 8 */
     units = want < most_units ? want : most_units;
     if (units < want && units * Hkv * row_blocks < resident) units = 0;
     /* the split grid has a workgroup per slot: units + B - 1 of them per KV head and row block */
     if (units + B - 1 > INT32_MAX / (Hkv * row_blocks)) units = 0;
   }
   if (units > 0) {
-    /* the units that fill one round of resident workgroups: the device takes at
-     * least these (and more for long batches; ingot_ad_bal_active) */
-    int64_t fill = ingot_ad_ceil_div(resident, Hkv * row_blocks);
+    /* the units that fill the rounds of resident workgroups: the device takes
+     * at least these (and more for long batches; ingot_ad_bal_active) */
+    int64_t fill = ingot_ad_ceil_div(resident * rounds, Hkv * row_blocks);
     if (fill > units) fill = units; /* <= 256: fits the flags' field */
     return ingot_ad_plan_balanced(m, g, caps, B, Hkv, Sq, D, group, rows_total, row_blocks, units, fill, paged, page_size,
                                   out_cost, out, err, err_size);
