@@ -67,7 +67,13 @@ INGOT_DEVICE MergeSource merge_source(int b, int hkv, INGOT_AD_PARAMS) {
   const long long *record =
       reinterpret_cast<const long long *>(workspace + balanced_record_offset<T>(num_kv_heads, num_splits, rows_total, flags));
   const long long r = load_dep64(record + b);
-  const long long first = ingot_ad_bal_record_first(r), count = ingot_ad_bal_record_count(r);
+  long long first = ingot_ad_bal_record_first(r), count = ingot_ad_bal_record_count(r);
+  // Within the workspace's slots and the merge's LDS whatever the record says
+  // (lengths that changed between the split's reads of them give a wrong but
+  // bounded answer, never a read past the workspace).
+  first = first < 0 ? 0 : first > slots ? slots : first;
+  if (count > slots - first) count = slots - first;
+  if (count > INGOT_AD_MAX_SPLITS) count = INGOT_AD_MAX_SPLITS;
   const float *blk = workspace + workspace_block<T>(0, hkv, num_kv_heads, slots, rows_total);
   m.lse = blk + first;
   m.o = blk + lse_floats<T>(rows_total, slots) + first * T::kHeadDim;

@@ -10,11 +10,12 @@
  * device takes `active` (ingot_ad_bal_active, from total), so the fair share
  * of a piece is total / active tiles. Sequence b is cut into k_b pieces in
  * proportion to its length: k_b = round(n_b x active / total), at least 1
- * (none when n_b = 0), its tiles dealt out evenly (the pieces differ by at
- * most a tile). A sequence shorter than 1.5 shares stays whole (written to O
- * directly, no partial); a longer one's pieces are 0.75..1.25 shares. So no
- * piece is longer than 1.5 shares, no sequence is cut at a share's edge into
- * a sliver, and the pieces number at most active + B - 1.
+ * (none when n_b = 0) and at most the merge's INGOT_AD_MAX_SPLITS, its tiles
+ * dealt out evenly (the pieces differ by at most a tile). A sequence shorter
+ * than 1.5 shares stays whole (written to O directly, no partial); a longer
+ * one's pieces are 0.75..1.25 shares (unless it has the merge's maximum). So
+ * no piece is longer than 1.5 shares, no sequence is cut at a share's edge
+ * into a sliver, and the pieces number at most active + B - 1.
  *
  * The pieces take the workspace slots (and the split grid's workgroups, which
  * the hardware starts in order) longest first: by size class (a piece of at
@@ -46,6 +47,12 @@
  * traffic grows as B^2 (about 42 MB at 1024, Hkv 8, 256 units). The arithmetic
  * below holds to 4096 sequences of 2^31 tokens (the host tests run it there). */
 #define INGOT_AD_BALANCED_MAX_BATCH 1024
+/* A balanced plan's units (pieces per KV head and row block) go past the
+ * merge's INGOT_AD_MAX_SPLITS segments, up to what the flags' fill field
+ * holds, so that a device of many resident workgroups (912 on gfx942) is
+ * filled at small batches too; one sequence's pieces stay within the merge's
+ * INGOT_AD_MAX_SPLITS (ingot_ad_bal_pieces). */
+#define INGOT_AD_BALANCED_MAX_UNITS INGOT_AD_FLAG_FILL_MASK
 /* flags: INGOT_AD_FLAG_BALANCED marks a balanced plan (whose launches are the
  * balanced_split and balanced_merge entry points); the field at
  * INGOT_AD_FLAG_BATCH_SHIFT holds the batch B (the split grid of a balanced
@@ -103,25 +110,28 @@ INGOT_AD_BAL_FN long long ingot_ad_bal_active(long long total, int units, int fi
 INGOT_AD_BAL_FN int ingot_ad_bal_fill(int flags) { return (flags >> INGOT_AD_FLAG_FILL_SHIFT) & INGOT_AD_FLAG_FILL_MASK; }
 
 /* floor(num / den) for 0 <= num < 2^46 and 1 <= den < 2^46 whose quotient is
- * at most 2^16: a float estimate within a step or two, then exact steps (no
- * 64-bit division: a called subroutine on NVIDIA). */
+ * at most 2^16: a float estimate within a step of it, then exact steps (no
+ * 64-bit division: a called subroutine on NVIDIA). The steps are bounded, so
+ * inputs outside that range (lengths that changed between a kernel's two
+ * reads of them) give a wrong quotient in [0, 2^16], never a long loop. */
 INGOT_AD_BAL_FN long long ingot_ad_bal_div_est(long long num, long long den) {
+  if (den <= 0 || num < 0) return 0;
   long long q = (long long)((float)num * INGOT_AD_BAL_RCP((float)den));
-  if (q < 0) q = 0;
-  if (q > 65536) q = 65536;
-  while (q > 0 && q * den > num) --q;
-  while ((q + 1) * den <= num) ++q;
+  q = q < 0 ? 0 : q > 65536 ? 65536 : q;
+  for (int i = 0; i < 4 && q > 0 && q * den > num; ++i) --q;
+  for (int i = 0; i < 4 && q < 65536 && (q + 1) * den <= num; ++i) ++q;
   return q;
 }
 
 /* The pieces of a sequence of n tiles in a batch of `total` tiles over `active`
- * pieces' worth of shares: round(n x active / total), at least 1; 0 for n = 0.
- * n < 2^31, active <= 256 and total < 2^44 (4096 sequences of 2^31 tokens):
- * the products stay below 2^46. At most n (active <= total) and active. */
+ * pieces' worth of shares: round(n x active / total), at least 1, at most the
+ * merge's INGOT_AD_MAX_SPLITS; 0 for n = 0. n < 2^31, active <= 511 and
+ * total < 2^44 (4096 sequences of 2^31 tokens): the products stay below 2^46.
+ * At most n (active <= total) and active. */
 INGOT_AD_BAL_FN long long ingot_ad_bal_pieces(long long n, long long total, long long active) {
   if (n <= 0) return 0;
   const long long k = ingot_ad_bal_div_est(2 * n * active + total, 2 * total);
-  return k < 1 ? 1 : k;
+  return k < 1 ? 1 : k > INGOT_AD_MAX_SPLITS ? INGOT_AD_MAX_SPLITS : k;
 }
 
 /* Tiles [*lo, *hi) of a sequence (from its first tile) of piece i of its k,

@@ -308,8 +308,9 @@ static inline int fz_graph_flags(const ingot_attention_graph *g) {
          (causal && g->mask_align == INGOT_ALIGN_TOP_LEFT ? INGOT_AD_FLAG_TOP_LEFT : 0);
 }
 
-/* A balanced plan: 2..INGOT_AD_BALANCED_MAX_BATCH sequences, 1..min(256,
- * max_splits) units per KV head and row block, split grid ((units + B - 1) x
+/* A balanced plan: 2..INGOT_AD_BALANCED_MAX_BATCH sequences, 1..511 units per
+ * KV head and row block (at most max_splits when that is below the merge's
+ * 256, since the device caps one sequence's pieces at 256 only), split grid ((units + B - 1) x
  * Hkv x row blocks, 1, 1): a workgroup per slot), the merge
  * grid of `units` segments, both programmatic, the batch in flags, and the
  * workspace of the layout (per KV head (units + B) slots of rows_total x
@@ -329,8 +330,9 @@ static inline void fz_check_balanced(const ingot_ad_kernel_meta *m, const ingot_
   FZ_REQUIRE(P->flags == (base | INGOT_AD_FLAG_BALANCED | (int)(B << INGOT_AD_FLAG_BATCH_SHIFT) |
                           (fill << INGOT_AD_FLAG_FILL_SHIFT)),
              "flags %d", P->flags);
-  FZ_REQUIRE(p->num_splits >= 1 && p->num_splits <= 256 && p->num_splits <= m->max_splits, "units %d",
-             p->num_splits);
+  FZ_REQUIRE(p->num_splits >= 1 && p->num_splits <= INGOT_AD_BALANCED_MAX_UNITS &&
+                 (m->max_splits >= INGOT_AD_MAX_SPLITS || p->num_splits <= m->max_splits),
+             "units %d (max_splits %d)", p->num_splits, m->max_splits);
   FZ_REQUIRE(p->num_launches == 2 && p->cost >= 0.0 && p->cost <= 1e300, "launches %d cost %g", p->num_launches,
              p->cost);
   const fz_u128 rows_total = (fz_u128)(uint64_t)(Hq / Hkv) * (uint64_t)Sq;

@@ -501,7 +501,9 @@ int main(int argc, char **argv) {
       }
       const int splits = ingot_plan_num_splits(plan);
       const int balanced = (ingot_ad_params_in(&plan->dispatch)->flags & INGOT_AD_FLAG_BALANCED) != 0; /* B > 1 (issue 23) */
-      CHECK(splits >= 1 && splits <= 256);
+      /* segments up to the merge's 256; a balanced plan's units up to 511 (one sequence's
+       * pieces are capped at 256 on the device) */
+      CHECK(splits >= 1 && splits <= (balanced ? INGOT_AD_BALANCED_MAX_UNITS : 256));
       CHECK(!balanced || (b > 1 && b <= INGOT_AD_BALANCED_MAX_BATCH));
       balanced_plans += balanced;
       CHECK(ingot_plan_launch_count(plan) == (splits > 1 || balanced ? 2 : 1));

@@ -4,7 +4,7 @@
  *  - The plan: a batch of 2..INGOT_AD_BALANCED_MAX_BATCH (1024) sequences is
  *    balanced when the caps allow it (units = the uniform plan's segments x B
  *    x the rounds of caps.balance,
- *    capped at 256 and the kernel's max_splits), with the uniform plan's
+ *    capped at 511, or the kernel's max_splits below 256), with the uniform plan's
  *    modelled time; B = 1, B past the maximum and
  *    caps.balance = 0 give the uniform plan, unchanged. Grids, flags and the
  *    workspace bound follow the layout.
@@ -93,7 +93,8 @@ static void check_plans(void) {
     CHECK(!(ingot_ad_params_in(&u)->flags & INGOT_AD_FLAG_BALANCED));
     const int64_t rows_total = (int64_t)m->group * m->max_sq, row_blocks = (rows_total + m->rows - 1) / m->rows;
     const int64_t want = (int64_t)u.num_splits * B * balance_rounds;
-    const int64_t most = m->max_splits < 256 ? m->max_splits : 256;
+    /* past the merge's 256 up to 511, unless the kernel's max_splits is lower */
+    const int64_t most = m->max_splits < 256 ? m->max_splits : INGOT_AD_BALANCED_MAX_UNITS;
     const int64_t units = want < most ? want : most;
     const int64_t resident = 132 * blocks;
     const int expect = B > 1 && B <= INGOT_AD_BALANCED_MAX_BATCH && (units == want || units * Hkv * row_blocks >= resident);
@@ -143,7 +144,7 @@ static void check_schedules(void) {
   for (int it = 0; it < 400; ++it) {
     const int B = it % 10 == 0 ? ARITH_BATCH : (int)rnd_range(2, it % 3 ? 64 : ARITH_BATCH);
     const int capacity = it % 4 == 0 ? MAX_CAPACITY : (int)rnd_range(1, 1 << 22);
-    const int tile = tiles[rnd_range(0, 3)], units = (int)rnd_range(1, 256), fill = (int)rnd_range(1, units);
+    const int tile = tiles[rnd_range(0, 3)], units = (int)rnd_range(1, INGOT_AD_BALANCED_MAX_UNITS), fill = (int)rnd_range(1, units);
     fill_lengths(g_lens, B, capacity, (int)rnd_range(0, 5));
     char msg[512];
     long long np = 0;
@@ -166,8 +167,8 @@ static void check_schedules(void) {
     g_lens[B - 1] += (int32_t)(targets[t] - sum); /* exactly the target */
     for (int tile = 16; tile <= 128; tile *= 2) {
       char msg[512];
-      const char *why = rs_check(g_lens, B, MAX_CAPACITY, tile, 256, (int)rnd_range(1, 256), 8, 4, 128,
-                                 ingot_ad_balanced_workspace(B, 8, 4, 128, 256), NULL, msg, sizeof msg);
+      const char *why = rs_check(g_lens, B, MAX_CAPACITY, tile, 511, (int)rnd_range(1, 511), 8, 4, 128,
+                                 ingot_ad_balanced_workspace(B, 8, 4, 128, 511), NULL, msg, sizeof msg);
       if (why) fprintf(stderr, "sum %lld, tile %d: %s\n", (long long)targets[t], tile, why);
       CHECK(why == NULL);
     }

@@ -2,7 +2,8 @@
  * (templates/ingot_attention_decode_balance.h, the functions the kernels call),
  * against a plain restatement of the rules and with every invariant the kernels
  * rely on checked: the shares (active) from the tiles; each sequence's piece
- * count round(n x active / total), at least 1, none when empty; its pieces
+ * count round(n x active / total), at least 1, at most the merge's 256, none
+ * when empty; its pieces
  * cover its tiles and tokens once, in order, whole tiles from its start,
  * within a tile of each other and none longer than 1.5 shares; the pieces
  * number at most active + B - 1 (the split grid has units + B - 1 slots);
@@ -66,6 +67,7 @@ static inline const char *rs_check(const int32_t *lens, int B, int capacity, int
     if (n[b] > 0) {
       want_k = (2 * n[b] * active + total) / (2 * total);
       if (want_k < 1) want_k = 1;
+      if (want_k > INGOT_AD_MAX_SPLITS) want_k = INGOT_AD_MAX_SPLITS; /* the merge's most */
     }
     k[b] = ingot_ad_bal_pieces(n[b], total, active);
     if (k[b] != want_k || k[b] > n[b] || k[b] > active)
@@ -123,8 +125,10 @@ static inline const char *rs_check(const int32_t *lens, int B, int capacity, int
       const long long size = hi - lo;
       if (lo_size < 0 || size < lo_size) lo_size = size;
       if (size > hi_size) hi_size = size;
-      /* no piece past 1.5 shares (a whole sequence) or 1.25 shares and a tile (a cut one) */
-      if (2 * size * active > 3 * total + 2 * active)
+      /* no piece past 1.5 shares (a whole sequence) or 1.25 shares and a tile (a cut one),
+       * unless the sequence has the merge's most pieces (then a 256th of it, a tile more) */
+      if (k[b] < INGOT_AD_MAX_SPLITS ? 2 * size * active > 3 * total + 2 * active
+                                     : size > n[b] / INGOT_AD_MAX_SPLITS + 1)
         RS_FAIL("sequence %d: a piece of %lld tiles, %lld tiles over %lld shares", b, size, total, active);
       next_tile = hi, next_tok = end;
     }
@@ -133,7 +137,7 @@ static inline const char *rs_check(const int32_t *lens, int B, int capacity, int
               next_tile, next_tok, n[b], len);
     if (k[b] > 0 && hi_size - lo_size > 1)
       RS_FAIL("sequence %d: pieces of %lld to %lld tiles", b, lo_size, hi_size);
-    if (k[b] > 256 || k[b] > units) RS_FAIL("sequence %d: %lld pieces for the merge (units %d)", b, k[b], units);
+    if (k[b] > INGOT_AD_MAX_SPLITS || k[b] > units) RS_FAIL("sequence %d: %lld pieces for the merge (units %d)", b, k[b], units);
   }
   /* the slots in use are 0 .. pieces - 1, in class order */
   for (long long s = 0, c = 0; s < slots; ++s) {

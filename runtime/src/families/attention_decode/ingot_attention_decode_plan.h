@@ -365,8 +365,10 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
    * INGOT_AD_BALANCED_MAX_BATCH sequences is cut into pieces in proportion to
    * its real lengths, about as many as the uniform plan above has workgroups
    * times caps->balance (the rounds, 1..INGOT_BALANCE_MAX_ROUNDS): units =
-   * splits x B x rounds per KV head and row block, at most the kernels' 256
-   * and the kernel's max_splits, decided on the device from the lengths; each
+   * splits x B x rounds per KV head and row block, at most
+   * INGOT_AD_BALANCED_MAX_UNITS (511; one sequence's pieces stay within the
+   * merge's 256) or, for a kernel built for fewer segments than the merge
+   * takes, its max_splits, decided on the device from the lengths; each
    * piece runs as a workgroup of its own. When the cap binds (B large) it is
    * taken only if the units still fill the device. The device takes at least
    * `fill` of the units (the rounds of resident workgroups) and more for long
@@ -376,7 +378,10 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   int64_t units = 0;
   const int64_t rounds = caps->balance < INGOT_BALANCE_MAX_ROUNDS ? caps->balance : INGOT_BALANCE_MAX_ROUNDS;
   if (rounds > 0 && B > 1 && B <= INGOT_AD_BALANCED_MAX_BATCH) {
-    int64_t most_units = pol->kernel_max_splits < m->max_splits ? pol->kernel_max_splits : m->max_splits;
+    /* the device caps one sequence's pieces at INGOT_AD_MAX_SPLITS; a kernel or
+     * policy with a lower limit keeps every sequence within it by the units */
+    const int64_t per_seq = m->max_splits < pol->kernel_max_splits ? m->max_splits : pol->kernel_max_splits;
+    int64_t most_units = per_seq >= INGOT_AD_MAX_SPLITS ? INGOT_AD_BALANCED_MAX_UNITS : per_seq;
     if (most_units > INT32_MAX / (Hkv * row_blocks)) most_units = INT32_MAX / (Hkv * row_blocks);
     const int64_t want = splits * B * rounds; /* <= 256 x 1024 x 8 */
     units = want < most_units ? want : most_units;
@@ -388,7 +393,7 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
     /* the units that fill the rounds of resident workgroups: the device takes
      * at least these (and more for long batches; ingot_ad_bal_active) */
     int64_t fill = ingot_ad_ceil_div(resident * rounds, Hkv * row_blocks);
-    if (fill > units) fill = units; /* <= 256: fits the flags' field */
+    if (fill > units) fill = units; /* <= 511: fits the flags' field */
     return ingot_ad_plan_balanced(m, g, caps, B, Hkv, Sq, D, group, rows_total, row_blocks, units, fill, paged, page_size,
                                   out_cost, out, err, err_size);
   }
