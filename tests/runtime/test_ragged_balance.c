@@ -107,7 +107,9 @@ static void check_plans(void) {
     }
     ++balanced;
     capped += units < want;
-    int64_t fill = (resident * balance_rounds + Hkv * row_blocks - 1) / (Hkv * row_blocks);
+    int64_t fill = (resident + Hkv * row_blocks - 1) / (Hkv * row_blocks); /* one round's, times the rounds */
+    if (fill > units) fill = units;
+    fill *= balance_rounds;
     if (fill > units) fill = units;
     CHECK(ingot_ad_params_in(&p)->flags == (ingot_ad_params_in(&u)->flags | INGOT_AD_FLAG_BALANCED | (B << INGOT_AD_FLAG_BATCH_SHIFT) |
                       (int)(fill << INGOT_AD_FLAG_FILL_SHIFT)));

@@ -391,8 +391,12 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
   }
   if (units > 0) {
     /* the units that fill the rounds of resident workgroups: the device takes
-     * at least these (and more for long batches; ingot_ad_bal_active) */
-    int64_t fill = ingot_ad_ceil_div(resident * rounds, Hkv * row_blocks);
+     * at least these (and more for long batches; ingot_ad_bal_active); one
+     * round's count is capped at units before the rounds multiply it (resident
+     * is any int64 from the caps: no overflow) */
+    int64_t fill = ingot_ad_ceil_div(resident, Hkv * row_blocks);
+    if (fill > units) fill = units;
+    fill *= rounds; /* <= 511 x 8 */
     if (fill > units) fill = units; /* <= 511: fits the flags' field */
     return ingot_ad_plan_balanced(m, g, caps, B, Hkv, Sq, D, group, rows_total, row_blocks, units, fill, paged, page_size,
                                   out_cost, out, err, err_size);
