@@ -315,8 +315,8 @@ RAGGED = (
 )
 
 
-def ragged_point(ctx, name, B, lens, reps, calls, rounds, hq=32, hkv=8, d=128, page_size=0):
-    """One ragged batch: ingot's balanced plan (INGOT_BALANCE=1 at plan time) and its uniform-segment plan
+def ragged_point(ctx, name, B, lens, reps, calls, rounds, hq=32, hkv=8, d=128, page_size=0, balance=1):
+    """One ragged batch: ingot's balanced plan (INGOT_BALANCE=balance at plan time) and its uniform-segment plan
     (INGOT_BALANCE=0) on the same lengths, and a uniform batch of the same total tokens, by graph replay;
     with page_size, all three read paged caches (pages scattered by a random page table)."""
     dt = torch.bfloat16
@@ -357,7 +357,7 @@ def ragged_point(ctx, name, B, lens, reps, calls, rounds, hq=32, hkv=8, d=128, p
         return plan.run(qs[i % nbuf], k, v, lengths, out=o, **({"page_table": t} if P else {}))
 
     plans = {}
-    for key, env in (("balanced", "1"), ("unbalanced", "0")):  # read by libingot at plan time
+    for key, env in (("balanced", str(balance)), ("unbalanced", "0")):  # read by libingot at plan time
         os.environ["INGOT_BALANCE"] = env
         plans[key] = make(ks[0], vs[0], tables[0], lt, cap)
     os.environ.pop("INGOT_BALANCE", None)
@@ -400,7 +400,7 @@ def run_ragged(ctx, a):
     for name, b, fn, *heads in RAGGED:
         hq, hkv = heads or (32, 8)
         r = point_done(ragged_point(ctx, name, b, fn(gen), a.reps, a.calls, a.rounds, hq=hq, hkv=hkv,
-                                    page_size=a.paged))
+                                    page_size=a.paged, balance=a.balance))
         rows.append(r)
         print(f"{name:<28} {r['tokens']:>8} | {r['balanced']:>7.1f}us {r['uniform']:>7.1f}us {r['ratio']:>5.2f}x | "
               f"{r['unbalanced']:>8.1f}us {r['ratio_unbalanced']:>5.2f}x", flush=True)
@@ -409,7 +409,8 @@ def run_ragged(ctx, a):
     with open(os.path.join(a.out, f"{stem}.md"), "w") as f:
         f.write(f"bf16, D 128, {f'paged {a.paged}' if a.paged else 'contiguous'}, GPU time by CUDA-graph replay; "
                 "ratio = against a uniform batch "
-                "of the same total tokens; no balance = the same plan with INGOT_BALANCE=0\n\n"
+                f"of the same total tokens; balanced = INGOT_BALANCE={a.balance}, no balance = the same plan with "
+                "INGOT_BALANCE=0\n\n"
                 "| batch | Hq/Hkv | tokens | max / mean length | balanced | uniform, same tokens | ratio | no balance | "
                 "ratio |\n|---|---|---|---|---|---|---|---|---|\n")
         for r in rows:
@@ -443,6 +444,9 @@ def main():
                     help="the ragged batches of RAGGED, and uniform ones, against uniform batches of the same tokens, "
                          "balanced and not (decode_ragged[_paged<P>].md, and .svg: the ratio against the spread of the "
                          "lengths); with --paged P on paged caches")
+    ap.add_argument("--balance", type=int, default=1, choices=range(1, 9), metavar="N",
+                    help="with --ragged: the balanced plans' INGOT_BALANCE=N (the rounds of resident workgroups a "
+                         "short batch's pieces fill; default 1)")
     ap.add_argument("--models", action="store_true",
                     help="the model table instead of the points: each model of MODELS at 8K and 64K tokens, "
                          "B=1 and B=32 (decode_models[_paged<P>].csv/.md)")

@@ -3,7 +3,7 @@
 // sees; row_blocks), its segment of the valid tokens (Lengths, segment), its
 // place in the split grid (SplitBlock, split_block), the output (store_row), and
 // the workspace layout of the fp32 partials: the uniform plan's (lse_floats,
-// workspace_block) and the balanced plan's (Piece, balanced_prefix_offset; where
+// workspace_block) and the balanced plan's (Piece, balanced_record_offset; where
 // a split workgroup's rows go: SplitTarget, split_target). The balanced plan's
 // arithmetic is ingot_attention_decode_balance.h.
 #ifndef INGOT_AD_ADDRESSING_H
@@ -122,12 +122,12 @@ INGOT_DEVICE long long workspace_block(int b, int hkv, int num_kv_heads, int num
 // ---- balanced split: pieces and where their results go ---------------------------
 // (entry points balanced_split and balanced_merge; docs/INTERNALS.md "Balanced split";
 // the arithmetic is ingot_attention_decode_balance.h). A balanced workgroup runs
-// the split path once per piece of its unit's share of the batch; a uniform one
-// runs it once with no piece (nullptr), as before.
+// the split path once on its piece of a sequence; a uniform one runs it once
+// with no piece (nullptr), as before.
 struct Piece {
   int b;        // the sequence
   Lengths seg;  // its clamped length and the piece's token range (whole tiles from the start)
-  int slot;     // the piece's workspace slot (w + b), or -1: the whole sequence, written to O
+  int slot;     // the piece's workspace slot, or -1: the whole sequence, written to O
 };
 
 // The batch of a balanced plan (its split grid has no batch dimension).
@@ -135,9 +135,9 @@ INGOT_DEVICE int balanced_batch(int flags) { return flags >> INGOT_AD_FLAG_BATCH
 
 // Balanced workspace: per KV head one block of the uniform layout with
 // units + B slots in place of segments (workspace_block<T>(0, hkv, ...)),
-// then the batch's tile prefix sums P[0..B] as int64 (the merge's lookup).
+// then each sequence's record (first slot, piece count) as int64 (the merge's lookup).
 template <class T>
-INGOT_DEVICE long long balanced_prefix_offset(int num_kv_heads, int num_splits, int rows_total, int flags) {
+INGOT_DEVICE long long balanced_record_offset(int num_kv_heads, int num_splits, int rows_total, int flags) {
   return workspace_block<T>(0, num_kv_heads, num_kv_heads,
                             (int)ingot_ad_bal_slots(num_splits, balanced_batch(flags)), rows_total);
 }

@@ -35,10 +35,10 @@ struct MergeShared {
 
 // Where the merge finds the partials of (b, hkv): count of them, row r's s-th at
 // lse[r * stride + s] and o[(r * stride + s) * D]. Uniform: the (b, hkv) block's
-// num_splits segments. Balanced: the sequence's pieces, slots w0 + b .. w1 + b
-// of the hkv block (ingot_attention_decode_balance.h), found from the prefix
-// sums the split wrote; none for an empty sequence (the merge then writes
-// O = 0, LSE = -inf), and skip when one unit held it whole (the split wrote O).
+// num_splits segments. Balanced: the sequence's pieces, slots first .. first +
+// count - 1 of the hkv block (ingot_attention_decode_balance.h), from the record
+// the split wrote; none for an empty sequence (the merge then writes O = 0,
+// LSE = -inf), and skip when one piece held it whole (the split wrote O).
 struct MergeSource {
   const float *lse, *o;
   int count, stride;
@@ -64,22 +64,22 @@ INGOT_DEVICE MergeSource merge_source(int b, int hkv, INGOT_AD_PARAMS) {
     return m;
   }
   const int B = balanced_batch(flags), slots = (int)ingot_ad_bal_slots(num_splits, B);
-  const long long *prefix =
-      reinterpret_cast<const long long *>(workspace + balanced_prefix_offset<T>(num_kv_heads, num_splits, rows_total, flags));
-  const long long p = load_dep64(prefix + b), e = load_dep64(prefix + b + 1), total = load_dep64(prefix + B);
-  const long long active = ingot_ad_bal_active(total, num_splits, ingot_ad_bal_fill(flags));
-  long long w0 = 0, w1 = -1;  // no pieces
-  if (e > p) {
-    w0 = ingot_ad_bal_unit_of(p, total, active);
-    w1 = ingot_ad_bal_unit_of(e - 1, total, active);
-  }
+  const long long *record =
+      reinterpret_cast<const long long *>(workspace + balanced_record_offset<T>(num_kv_heads, num_splits, rows_total, flags));
+  const long long r = load_dep64(record + b);
+  long long first = ingot_ad_bal_record_first(r), count = ingot_ad_bal_record_count(r);
+  // Within the workspace's slots and the merge's LDS whatever the record says
+  // (lengths that changed between the split's reads of them give a wrong but
+  // bounded answer, never a read past the workspace).
+  first = first < 0 ? 0 : first > slots ? slots : first;
+  if (count > slots - first) count = slots - first;
+  if (count > INGOT_AD_MAX_SPLITS) count = INGOT_AD_MAX_SPLITS;
   const float *blk = workspace + workspace_block<T>(0, hkv, num_kv_heads, slots, rows_total);
-  const long long first = ingot_ad_bal_slot(w0, b);
   m.lse = blk + first;
   m.o = blk + lse_floats<T>(rows_total, slots) + first * T::kHeadDim;
-  m.count = (int)(w1 - w0 + 1);
+  m.count = (int)count;
   m.stride = slots;
-  m.skip = e > p && w0 == w1;
+  m.skip = count == 1;
   return m;
 }
 
@@ -131,7 +131,7 @@ INGOT_DEVICE void merge_compact(INGOT_AD_PARAMS) {
 }
 
 // kBalanced: the balanced plan's merge (entry point `balanced_merge`), which finds
-// each sequence's pieces from the prefix sums its split wrote; else the uniform
+// each sequence's pieces from the records its split wrote; else the uniform
 // plan's (`merge`).
 template <class T, bool kBalanced>
 INGOT_DEVICE void merge_path(INGOT_AD_PARAMS) {

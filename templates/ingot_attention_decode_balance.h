@@ -1,24 +1,28 @@
 /* ingot_attention_decode_balance.h: the arithmetic of the balanced split mode
- * (docs/INTERNALS.md, "Balanced split"), shared by the kernels
- * (ingot_attention_decode.h, device code), the planning
- * (ingot_attention_decode_plan.h, host C) and the host tests, so the three
- * cannot disagree. Pure integer functions, 64-bit where a sum of lengths is.
+ * (docs/design/balanced-split.md), shared by the kernels (ingot_ad_balanced.h,
+ * ingot_ad_merge.h: device code), the planning (ingot_attention_decode_plan.h,
+ * host C) and the host tests, so the three cannot disagree. Pure integer
+ * functions, 64-bit where a sum of lengths is.
  *
  * The batch's work is counted in tiles (a workgroup's tokens per step):
- * sequence b has tiles_b = ceil(clamp(L_b, 0, capacity) / tile), its tiles are
- * [P_b, P_b + tiles_b) of the concatenated batch (P: exclusive prefix sums,
- * total = P_B). Of the plan's `units` work units per (KV head, row block),
- * `active` (ingot_ad_bal_active, from total) take a share: unit w the tiles
- * [start(w), start(w + 1)), start(w) = floor(w * total / active), so every
- * active unit has at least one tile and the shares differ by at most one. A
- * unit's piece of sequence b is the overlap of the two ranges; the pieces of b
- * are those of units unit_of(P_b) .. unit_of(P_b + tiles_b - 1), consecutive,
- * each non-empty. Piece (w, b) keeps its fp32 partial in slot w + b: along
- * the batch, each next piece has a larger w or a larger b (never a smaller
- * one), so slots are unique and below units + B - 1: the split grid has a
- * workgroup per slot, and workgroup s runs the piece with w + b = s, if any.
- * A sequence one unit holds whole is written to O directly (it still has its
- * slot's workgroup, but no partial). */
+ * sequence b has n_b = ceil(clamp(L_b, 0, capacity) / tile) tiles, the batch
+ * total = sum n_b. Of the plan's `units` pieces per (KV head, row block) the
+ * device takes `active` (ingot_ad_bal_active, from total), so the fair share
+ * of a piece is total / active tiles. Sequence b is cut into k_b pieces in
+ * proportion to its length: k_b = round(n_b x active / total), at least 1
+ * (none when n_b = 0) and at most the merge's INGOT_AD_MAX_SPLITS, its tiles
+ * dealt out evenly (the pieces differ by at most a tile). A sequence shorter
+ * than 1.5 shares stays whole (written to O directly, no partial); a longer
+ * one's pieces are 0.75..1.25 shares (unless it has the merge's maximum). So
+ * no piece is longer than 1.5 shares, no sequence is cut at a share's edge
+ * into a sliver, and the pieces number at most active + B - 1.
+ *
+ * The pieces take the workspace slots (and the split grid's workgroups, which
+ * the hardware starts in order) longest first: by size class (a piece of at
+ * least half a share, a quarter, an eighth, less), then along the batch. A
+ * long piece then starts in the first round of workgroups, not behind many
+ * short ones. Sequence b's pieces have the consecutive slots first_b ..
+ * first_b + k_b - 1; the merge reads (first_b, k_b) from the workspace. */
 #ifndef INGOT_ATTENTION_DECODE_BALANCE_H
 #define INGOT_ATTENTION_DECODE_BALANCE_H
 
@@ -43,6 +47,12 @@
  * traffic grows as B^2 (about 42 MB at 1024, Hkv 8, 256 units). The arithmetic
  * below holds to 4096 sequences of 2^31 tokens (the host tests run it there). */
 #define INGOT_AD_BALANCED_MAX_BATCH 1024
+/* A balanced plan's units (pieces per KV head and row block) go past the
+ * merge's INGOT_AD_MAX_SPLITS segments, up to what the flags' fill field
+ * holds, so that a device of many resident workgroups (912 on gfx942) is
+ * filled at small batches too; one sequence's pieces stay within the merge's
+ * INGOT_AD_MAX_SPLITS (ingot_ad_bal_pieces). */
+#define INGOT_AD_BALANCED_MAX_UNITS INGOT_AD_FLAG_FILL_MASK
 /* flags: INGOT_AD_FLAG_BALANCED marks a balanced plan (whose launches are the
  * balanced_split and balanced_merge entry points); the field at
  * INGOT_AD_FLAG_BATCH_SHIFT holds the batch B (the split grid of a balanced
@@ -83,11 +93,12 @@ INGOT_AD_BAL_FN int ingot_ad_bal_clamp(int len, int capacity) {
 /* The flags' `fill` (INGOT_AD_FLAG_FILL_*): the units that make one round of
  * resident workgroups (1..units, from the plan). */
 
-/* Units with a share, decided on the device from the batch's tiles: enough
- * for a full round of workgroups (fill) or for shares of at most
+/* The shares the batch's tiles are cut into (`active`; the pieces number
+ * about as many), decided on the device from the batch's tiles: enough for a
+ * full round of workgroups (fill) or for shares of at most
  * INGOT_AD_BALANCED_SHARE_TILES tiles, whichever is more, but no more than
  * the plan's units nor the tiles (0 when the batch is empty). A short batch
- * runs in one round of long shares instead of many rounds of short ones. */
+ * runs in one round of long pieces instead of many rounds of short ones. */
 INGOT_AD_BAL_FN long long ingot_ad_bal_active(long long total, int units, int fill) {
   const long long by_share = (total + INGOT_AD_BALANCED_SHARE_TILES - 1) / INGOT_AD_BALANCED_SHARE_TILES;
   long long a = by_share > fill ? by_share : (long long)fill;
@@ -98,55 +109,79 @@ INGOT_AD_BAL_FN long long ingot_ad_bal_active(long long total, int units, int fi
 /* The fill field of a balanced plan's flags. */
 INGOT_AD_BAL_FN int ingot_ad_bal_fill(int flags) { return (flags >> INGOT_AD_FLAG_FILL_SHIFT) & INGOT_AD_FLAG_FILL_MASK; }
 
-/* First tile of unit w (0 <= w <= active; start(active) = total). total <=
- * 4096 x 2^31 and w <= active <= 256 (the plan's bounds): the product stays
- * below 2^52, the divisor below 2^16. */
-INGOT_AD_BAL_FN long long ingot_ad_bal_start(long long w, long long total, long long active) {
-  return active > 0 ? ingot_ad_bal_div_small(w * total, active) : 0;
+/* floor(num / den) for 0 <= num < 2^46 and 1 <= den < 2^46 whose quotient is
+ * at most 2^16: a float estimate within a step of it, then exact steps (no
+ * 64-bit division: a called subroutine on NVIDIA). The steps are bounded, so
+ * inputs outside that range (lengths that changed between a kernel's two
+ * reads of them) give a wrong quotient in [0, 2^16], never a long loop. */
+INGOT_AD_BAL_FN long long ingot_ad_bal_div_est(long long num, long long den) {
+  if (den <= 0 || num < 0) return 0;
+  long long q = (long long)((float)num * INGOT_AD_BAL_RCP((float)den));
+  q = q < 0 ? 0 : q > 65536 ? 65536 : q;
+  for (int i = 0; i < 4 && q > 0 && q * den > num; ++i) --q;
+  for (int i = 0; i < 4 && q < 65536 && (q + 1) * den <= num; ++i) ++q;
+  return q;
 }
 
-/* The unit whose share holds tile t (0 <= t < total): the largest w < active
- * with start(w) <= t (= floor(((t + 1) * active - 1) / total)). A float
- * estimate within a unit or two, then exact steps on start(), which never
- * decreases: no 64-bit division. */
-INGOT_AD_BAL_FN long long ingot_ad_bal_unit_of(long long t, long long total, long long active) {
-  long long w = (long long)((float)t * ((float)active * INGOT_AD_BAL_RCP((float)total)));
-  if (w > active - 1) w = active - 1;
-  if (w < 0) w = 0;
-  while (w > 0 && ingot_ad_bal_start(w, total, active) > t) --w;
-  while (w + 1 < active && ingot_ad_bal_start(w + 1, total, active) <= t) ++w;
-  return w;
+/* The pieces of a sequence of n tiles in a batch of `total` tiles over `active`
+ * pieces' worth of shares: round(n x active / total), at least 1, at most the
+ * merge's INGOT_AD_MAX_SPLITS; 0 for n = 0. n < 2^31, active <= 511 and
+ * total < 2^44 (4096 sequences of 2^31 tokens): the products stay below 2^46.
+ * At most n (active <= total) and active. */
+INGOT_AD_BAL_FN long long ingot_ad_bal_pieces(long long n, long long total, long long active) {
+  if (n <= 0) return 0;
+  const long long k = ingot_ad_bal_div_est(2 * n * active + total, 2 * total);
+  return k < 1 ? 1 : k > INGOT_AD_MAX_SPLITS ? INGOT_AD_MAX_SPLITS : k;
 }
 
-/* The overlap of a share [s0, s1) with a sequence's tiles [p, p + n): tiles
- * [*lo, *hi) of the batch, a piece when *lo < *hi. */
-INGOT_AD_BAL_FN void ingot_ad_bal_cut(long long s0, long long s1, long long p, long long n, long long *lo,
-                                      long long *hi) {
-  *lo = s0 > p ? s0 : p;
-  *hi = s1 < p + n ? s1 : p + n;
+/* Tiles [*lo, *hi) of a sequence (from its first tile) of piece i of its k,
+ * the n tiles dealt out evenly: [floor(i n / k), floor((i + 1) n / k)). */
+INGOT_AD_BAL_FN void ingot_ad_bal_span(long long i, long long k, long long n, long long *lo, long long *hi) {
+  *lo = ingot_ad_bal_div_small(i * n, k);
+  *hi = ingot_ad_bal_div_small((i + 1) * n, k);
 }
 
-/* Unit w's piece of a sequence with prefix p and n tiles. */
-INGOT_AD_BAL_FN void ingot_ad_bal_piece(long long w, long long total, long long active, long long p, long long n,
-                                        long long *lo, long long *hi) {
-  ingot_ad_bal_cut(ingot_ad_bal_start(w, total, active), ingot_ad_bal_start(w + 1, total, active), p, n, lo, hi);
+/* The size classes of the slot order (longest first): a sequence's pieces
+ * (ceil(n / k) tiles) against the share total / active: class 0 at least half
+ * a share, 1 a quarter, 2 an eighth, 3 less. */
+#define INGOT_AD_BAL_CLASSES 4
+INGOT_AD_BAL_FN int ingot_ad_bal_class(long long n, long long k, long long total, long long active) {
+  const long long piece = ingot_ad_bal_div_small(n + k - 1, k) * active; /* < 2^40 */
+  return 2 * piece >= total ? 0 : 4 * piece >= total ? 1 : 8 * piece >= total ? 2 : 3;
 }
 
-/* The workspace slot of piece (w, b). */
-INGOT_AD_BAL_FN long long ingot_ad_bal_slot(long long w, int b) { return w + b; }
-
-/* Where piece (w, b) = tiles [lo, hi) of a sequence [p, p + n) goes: its slot,
- * or -1 when it is the whole sequence (written to O, no partial). */
-INGOT_AD_BAL_FN int ingot_ad_bal_piece_slot(long long w, int b, long long lo, long long hi, long long p, long long n) {
-  return lo == p && hi == p + n ? -1 : (int)ingot_ad_bal_slot(w, b);
+/* Piece counts per class packed in 16-bit fields of one 64-bit word, so that a
+ * single scan over the batch gives every class's prefix (a field's sum is at
+ * most active + B - 1 < 2^16: no carry into the next). */
+INGOT_AD_BAL_FN unsigned long long ingot_ad_bal_pack(long long k, int cls) {
+  return (unsigned long long)k << (16 * cls);
 }
+INGOT_AD_BAL_FN long long ingot_ad_bal_field(unsigned long long packed, int cls) {
+  return (long long)((packed >> (16 * cls)) & 0xffffu);
+}
+
+/* The first slot of a sequence of class cls whose class-mates before it in
+ * the batch have `before` (packed) pieces, the batch's pieces being `all`
+ * (packed): the pieces of the classes ahead, then those before it. */
+INGOT_AD_BAL_FN long long ingot_ad_bal_first(unsigned long long before, unsigned long long all, int cls) {
+  long long first = ingot_ad_bal_field(before, cls);
+  for (int c = 0; c < cls; ++c) first += ingot_ad_bal_field(all, c);
+  return first;
+}
+
+/* The merge's record of sequence b (workspace, int64): its first slot and its
+ * piece count (0: empty, 1: held whole, written to O). */
+INGOT_AD_BAL_FN long long ingot_ad_bal_record(long long first, long long k) { return first << 16 | k; }
+INGOT_AD_BAL_FN long long ingot_ad_bal_record_first(long long r) { return r >> 16; }
+INGOT_AD_BAL_FN long long ingot_ad_bal_record_count(long long r) { return r & 0xffff; }
 
 /* A piece's token range: [*begin, *end) of a sequence of clamped length len,
- * whole tiles from its start (only a sequence's last piece ends short). */
-INGOT_AD_BAL_FN void ingot_ad_bal_tokens(long long lo, long long hi, long long p, int len, int tile, int *begin,
-                                         int *end) {
-  *begin = (int)((lo - p) * tile);
-  const long long e = (hi - p) * tile;
+ * for its tiles [lo, hi) (from the sequence's first tile): whole tiles from
+ * its start, so that chunks stay tokens_per_wave-aligned for the page lookup
+ * (only a sequence's last piece ends short). */
+INGOT_AD_BAL_FN void ingot_ad_bal_tokens(long long lo, long long hi, int len, int tile, int *begin, int *end) {
+  *begin = (int)(lo * tile);
+  const long long e = hi * tile;
   *end = (int)(e < len ? e : len);
 }
 

@@ -41,15 +41,20 @@ static inline ingot_status ingot_dispatch_refuse(char *err, size_t err_size, con
 #define INGOT_MAX_LAUNCHES 2
 #define INGOT_MAX_KERNARG_BYTES 512
 
+/* caps.balance: the rounds of resident workgroups a short batch's pieces fill,
+ * at most this many (INGOT_BALANCE=N) */
+#define INGOT_BALANCE_MAX_ROUNDS 8
+
 typedef struct ingot_device_caps {
   int wave_size;       /* 32 on NVIDIA, 64 on gfx942/gfx950 */
   int compute_units;   /* SMs / CUs; 0 when unknown (host context: its arch's, ingot_arch_compute_units) */
   size_t max_lds_bytes;
   int blocks_per_cu;   /* split workgroups of the chosen kernel that fit on one CU at once,
                           from its registers and LDS; 0 when unknown */
-  int balance;         /* 1: the plan may balance a batch over its real lengths on the device
-                          (docs/INTERNALS.md "Balanced split"); the runtime sets it unless
-                          INGOT_BALANCE=0 is in the environment; 0: uniform segments only */
+  int balance;         /* 0: uniform segments only; N = 1..8: the plan may balance a batch over
+                          its real lengths on the device (docs/design/balanced-split.md), its
+                          pieces filling at least N rounds of resident workgroups; the runtime
+                          sets it from INGOT_BALANCE=N (unset: 0) */
 } ingot_device_caps;
 
 /* The launch may begin while the previous grid in the stream (the plan's own,

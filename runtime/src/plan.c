@@ -61,11 +61,21 @@ static ingot_status plan_kernel(const ingot_context *ctx, const char *arch, ingo
   const ingot_code_object *obj = ingot_kernel_object(k, arch);
   const int waves = family->waves != NULL ? family->waves(k->meta.bytes) : 0;
   caps.blocks_per_cu = obj ? ingot_blocks_per_cu(arch, obj, waves, caps.wave_size) : 0;
-  /* Balanced batches (issue 23) only where the environment says INGOT_BALANCE=1 when the plan is
-   * made: on the H200 they cost uniform batches 3-31% (B=16 32/8 8K 121.4 -> 125.4 us, B=4 8/2 8K
-   * 12.5 -> 16.4) while they save ragged ones up to 4x (docs/PERFORMANCE.md, Ragged batches). */
+  /* Balanced batches (issue 23) only where the environment says INGOT_BALANCE=N (1..8: the rounds
+   * of resident workgroups a short batch's pieces fill) when the plan is made: on the H200 they
+   * cost uniform batches 3-38% while they save ragged ones up to 4x (docs/PERFORMANCE.md, Ragged
+   * batches). */
   const char *balance = getenv("INGOT_BALANCE");
-  caps.balance = balance != NULL && strcmp(balance, "1") == 0;
+  caps.balance = 0;
+  if (balance != NULL && balance[0] != '\0') {
+    if (balance[1] != '\0' || balance[0] < '0' || balance[0] > '0' + INGOT_BALANCE_MAX_ROUNDS) {
+      ingot_format(err, n, "kernel %s: INGOT_BALANCE=\"%.16s\" (allowed: 0 or unset, uniform segments; 1..%d, balanced "
+                   "over the real lengths, filling that many rounds of workgroups)", k->name, balance,
+                   INGOT_BALANCE_MAX_ROUNDS);
+      return INGOT_INVALID_ARGUMENT;
+    }
+    caps.balance = balance[0] - '0';
+  }
   if (caps.wave_size <= 0) {
     ingot_format(err, n, "kernel %s: arch \"%s\" has no known wave size (allowed: sm_*, gfx*)", k->name, arch);
     return INGOT_INVALID_ARGUMENT;

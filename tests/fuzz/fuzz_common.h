@@ -308,19 +308,20 @@ static inline int fz_graph_flags(const ingot_attention_graph *g) {
          (causal && g->mask_align == INGOT_ALIGN_TOP_LEFT ? INGOT_AD_FLAG_TOP_LEFT : 0);
 }
 
-/* A balanced plan: 2..INGOT_AD_BALANCED_MAX_BATCH sequences, 1..min(256,
- * max_splits) units per KV head and row block, split grid ((units + B - 1) x
+/* A balanced plan: 2..INGOT_AD_BALANCED_MAX_BATCH sequences, 1..511 units per
+ * KV head and row block (at most max_splits when that is below the merge's
+ * 256, since the device caps one sequence's pieces at 256 only), split grid ((units + B - 1) x
  * Hkv x row blocks, 1, 1): a workgroup per slot), the merge
  * grid of `units` segments, both programmatic, the batch in flags, and the
  * workspace of the layout (per KV head (units + B) slots of rows_total x
- * (D + 1) floats, lse padded to 4, then B + 1 int64 prefix sums). */
+ * (D + 1) floats, lse padded to 4, then B int64 records). */
 static inline void fz_check_balanced(const ingot_ad_kernel_meta *m, const ingot_attention_graph *g,
                               const ingot_device_caps *caps, const ingot_dispatch_plan *p) {
   const ingot_ad_params *P = ingot_ad_params_in(p);
   const int64_t B = g->q.dims[0], Hq = g->q.dims[1], Sq = g->q.dims[2], D = g->q.dims[3], Hkv = g->k.dims[2];
   FZ_REQUIRE(Hq % Hkv == 0 && P->group == Hq / Hkv, "Hq %lld Hkv %lld plan group %d", (long long)Hq,
              (long long)Hkv, P->group);
-  FZ_REQUIRE(caps->balance && B >= 2 && B <= INGOT_AD_BALANCED_MAX_BATCH, "balanced plan of B %lld (balance %d)",
+  FZ_REQUIRE(caps->balance > 0 && B >= 2 && B <= INGOT_AD_BALANCED_MAX_BATCH, "balanced plan of B %lld (balance %d)",
              (long long)B, caps->balance);
   FZ_REQUIRE(D == m->head_dim && Sq >= 1 && Sq <= m->max_sq && Hkv >= 1, "shape");
   const int base = fz_graph_flags(g);
@@ -329,8 +330,9 @@ static inline void fz_check_balanced(const ingot_ad_kernel_meta *m, const ingot_
   FZ_REQUIRE(P->flags == (base | INGOT_AD_FLAG_BALANCED | (int)(B << INGOT_AD_FLAG_BATCH_SHIFT) |
                           (fill << INGOT_AD_FLAG_FILL_SHIFT)),
              "flags %d", P->flags);
-  FZ_REQUIRE(p->num_splits >= 1 && p->num_splits <= 256 && p->num_splits <= m->max_splits, "units %d",
-             p->num_splits);
+  FZ_REQUIRE(p->num_splits >= 1 && p->num_splits <= INGOT_AD_BALANCED_MAX_UNITS &&
+                 (m->max_splits >= INGOT_AD_MAX_SPLITS || p->num_splits <= m->max_splits),
+             "units %d (max_splits %d)", p->num_splits, m->max_splits);
   FZ_REQUIRE(p->num_launches == 2 && p->cost >= 0.0 && p->cost <= 1e300, "launches %d cost %g", p->num_launches,
              p->cost);
   const fz_u128 rows_total = (fz_u128)(uint64_t)(Hq / Hkv) * (uint64_t)Sq;
@@ -352,7 +354,7 @@ static inline void fz_check_balanced(const ingot_ad_kernel_meta *m, const ingot_
                  merge->flags == INGOT_LAUNCH_PROGRAMMATIC,
              "balanced merge grid (%u, %u, %u)", merge->grid[0], merge->grid[1], merge->grid[2]);
   const fz_u128 slots = (fz_u128)(uint64_t)p->num_splits + (uint64_t)B, lse_n = rows_total * slots;
-  const fz_u128 ws = ((lse_n + 3) / 4 * 4 + lse_n * (uint64_t)D) * (uint64_t)Hkv * 4u + ((uint64_t)B + 1) * 8u;
+  const fz_u128 ws = ((lse_n + 3) / 4 * 4 + lse_n * (uint64_t)D) * (uint64_t)Hkv * 4u + (uint64_t)B * 8u;
   FZ_REQUIRE((fz_u128)p->workspace_bytes == ws, "balanced workspace %llu, expected %.0f",
              (unsigned long long)p->workspace_bytes, (double)ws);
   FZ_REQUIRE(P->capacity == g->capacity && P->sq == Sq && P->num_kv_heads == Hkv, "scalars");

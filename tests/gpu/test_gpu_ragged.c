@@ -6,7 +6,8 @@
  *    sequence among many tiny ones; a log-uniform spread; an empty batch;
  *  - contiguous and paged (and paged equal to contiguous bit for bit when the
  *    kernels tile alike), masks none and causal, Sq 1 and > 1, LSE;
- *  - the compact merge (few units) and the wide one (many);
+ *  - the compact merge (few units) and the wide one (many); units past the
+ *    merge's 256 (INGOT_BALANCE=4, B 3 at 32K);
  *  - two executes of one plan give the same bits;
  *  - one execute captured in a CUDA graph and replayed with new lengths (the
  *    huge sequence moving), every replay against the reference, the last
@@ -25,15 +26,16 @@
 #define TEST_NAME "test_gpu_ragged"
 
 static int g_balanced_plans = 0;
+static int g_max_units = 0; /* the most units of any balanced plan run */
 static int g_quick = 0; /* INGOT_RAGGED_QUICK */
 
 /* The balanced workspace (runtime/src/families/attention_decode/ingot_attention_decode_plan.h,
  * ingot_ad_balanced_workspace): per KV head (units + B) slots of rows_total
- * rows, lse padded to 4 floats then D floats each, then B + 1 int64 prefixes. */
+ * rows, lse padded to 4 floats then D floats each, then B int64 records. */
 static size_t balanced_ws(const dh_case *c, const dh_kernel *k, int units) {
   const size_t rows = (size_t)k->group * (size_t)k->max_sq, slots = (size_t)units + (size_t)c->s.batch;
   const size_t per = (rows * slots + 3) / 4 * 4 + rows * slots * (size_t)c->s.head_dim;
-  return per * (size_t)c->s.num_kv_heads * 4 + ((size_t)c->s.batch + 1) * 8;
+  return per * (size_t)c->s.num_kv_heads * 4 + (size_t)c->s.batch * 8;
 }
 
 /* Is the case's plan balanced? (a failure is counted by the caller) */
@@ -121,6 +123,7 @@ static int ragged_case(dh_session *s, const dh_kernel *k, const dh_kernel *kc, i
     return 1;
   }
   g_balanced_plans++;
+  if (ingot_plan_num_splits(c.plan) > g_max_units) g_max_units = ingot_plan_num_splits(c.plan);
   if (sh.page_size > 0 && kc != NULL) { /* the same data, contiguous */
     dh_shape shc = sh;
     shc.page_size = 0;
@@ -292,6 +295,15 @@ int main(int argc, char **argv) {
     other += ragged_case(&sess, ks, NULL, 12, 1024, INGOT_MASK_CAUSAL, sq, seed++, &bitwise);
     const dh_kernel *ksp = dh_session_kernel(&sess, 1, 2, 1, NULL);
     if (ksp != NULL) other += ragged_case(&sess, ksp, NULL, 12, 1024, INGOT_MASK_CAUSAL, sq, seed++, &bitwise);
+  }
+  /* units past the merge's 256 (INGOT_BALANCE=4: four rounds of pieces; one sequence's
+   * pieces stay within 256 on the device) */
+  setenv("INGOT_BALANCE", "4", 1);
+  other += ragged_case(&sess, kc, NULL, 3, 32768, INGOT_MASK_NONE, 1, seed++, &bitwise);
+  setenv("INGOT_BALANCE", "1", 1);
+  if (g_max_units <= 256) {
+    fprintf(stderr, "FAIL: no balanced plan had more than 256 units (most %d)\n", g_max_units);
+    other++;
   }
   other += graph_replay(&sess, kc, 32, 2048, seed++);
   if (kp != NULL) other += graph_replay(&sess, kp, 32, 2048, seed++);

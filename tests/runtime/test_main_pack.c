@@ -401,6 +401,32 @@ int main(int argc, char **argv) {
       CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_OK);
       if (plan) CHECK((ingot_ad_params_in(&plan->dispatch)->flags & INGOT_AD_FLAG_BALANCED) == 0);
       ingot_plan_destroy(plan);
+      /* INGOT_BALANCE=N: N rounds of resident workgroups; 2 rounds fill more units than 1
+       * (B=32, 32/8 at 32K, balanced on all three archs); a value outside 0..8 is an error
+       * that names it and what is allowed, and no plan */
+      const ingot_attention_graph g2 = shaped_graph(INGOT_DTYPE_BF16, 32, 8, 128, 1, 32, 32768, 0, 16, 0, 0);
+      int fill[3] = {0, 0, 0};
+      for (int r = 1; r <= 2; ++r) {
+        setenv("INGOT_BALANCE", r == 1 ? "1" : "2", 1);
+        plan = NULL;
+        CHECK_STATUS(ingot_plan_create(ctx, &g2, &plan), INGOT_OK);
+        if (plan) {
+          const int flags = ingot_ad_params_in(&plan->dispatch)->flags;
+          CHECK(flags & INGOT_AD_FLAG_BALANCED);
+          fill[r] = ingot_ad_bal_fill(flags);
+        }
+        ingot_plan_destroy(plan);
+      }
+      CHECK(fill[1] >= 1 && fill[2] > fill[1]);
+      static const char *const bad[] = {"9", "-1", "yes", "12"};
+      for (int i = 0; i < 4; ++i) {
+        setenv("INGOT_BALANCE", bad[i], 1);
+        plan = NULL;
+        CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_INVALID_ARGUMENT);
+        CHECK(plan == NULL && strstr(ingot_context_last_error(ctx), "INGOT_BALANCE") != NULL &&
+              strstr(ingot_context_last_error(ctx), "allowed") != NULL);
+        ingot_plan_destroy(plan);
+      }
       setenv("INGOT_BALANCE", "1", 1);
     }
     CHECK(kernels >= 40 && ingot_context_kernel_count(ctx) == kernels);
@@ -475,17 +501,19 @@ int main(int argc, char **argv) {
       }
       const int splits = ingot_plan_num_splits(plan);
       const int balanced = (ingot_ad_params_in(&plan->dispatch)->flags & INGOT_AD_FLAG_BALANCED) != 0; /* B > 1 (issue 23) */
-      CHECK(splits >= 1 && splits <= 256);
+      /* segments up to the merge's 256; a balanced plan's units up to 511 (one sequence's
+       * pieces are capped at 256 on the device) */
+      CHECK(splits >= 1 && splits <= (balanced ? INGOT_AD_BALANCED_MAX_UNITS : 256));
       CHECK(!balanced || (b > 1 && b <= INGOT_AD_BALANCED_MAX_BATCH));
       balanced_plans += balanced;
       CHECK(ingot_plan_launch_count(plan) == (splits > 1 || balanced ? 2 : 1));
       split_plans += splits > 1;
       /* workspace: per (b, hkv) round_up(rows*splits, 4) + rows*splits*D floats; balanced:
-       * per hkv (splits + b) slots of those, then b + 1 int64 prefix sums */
+       * per hkv (splits + b) slots of those, then b int64 records */
       const uint64_t rows = (uint64_t)group * (uint64_t)sq, per = rows * (uint64_t)splits;
       const uint64_t slots = rows * ((uint64_t)splits + (uint64_t)b);
       const uint64_t want_ws =
-          balanced ? (uint64_t)h[1] * ((slots + 3) / 4 * 4 + slots * (uint64_t)d) * 4 + ((uint64_t)b + 1) * 8
+          balanced ? (uint64_t)h[1] * ((slots + 3) / 4 * 4 + slots * (uint64_t)d) * 4 + (uint64_t)b * 8
           : splits > 1 ? (uint64_t)b * (uint64_t)h[1] * ((per + 3) / 4 * 4 + per * (uint64_t)d) * 4 : 0;
       CHECK(ingot_plan_workspace_size(plan) == want_ws);
       ingot_plan_destroy(plan);

@@ -2,8 +2,9 @@
  * (templates/ingot_attention_decode_balance.h, ingot_attention_decode_plan.h;
  * docs/INTERNALS.md "Balanced split"), host only.
  *  - The plan: a batch of 2..INGOT_AD_BALANCED_MAX_BATCH (1024) sequences is
- *    balanced when the caps allow it (units = the uniform plan's segments x B,
- *    capped at 256 and the kernel's max_splits), with the uniform plan's
+ *    balanced when the caps allow it (units = the uniform plan's segments x B
+ *    x the rounds of caps.balance,
+ *    capped at 511, or the kernel's max_splits below 256), with the uniform plan's
  *    modelled time; B = 1, B past the maximum and
  *    caps.balance = 0 give the uniform plan, unchanged. Grids, flags and the
  *    workspace bound follow the layout.
@@ -11,7 +12,8 @@
  *    fresh random length vectors: zeros, ones, odd lengths, the capacity and
  *    past it, negative ones, one huge among many tiny, log-uniform spreads,
  *    sums near 2^31 and far past it (capacity 2^31 - 1 - 1024), B = 4096.
- *  - A negative control: a schedule replay with a broken slot rule fails.
+ *  - Negative controls: a slot rule without the classes ahead collides; a
+ *    workspace one word short fails the replay.
  * usage: test_ragged_balance */
 #include "test_util.h"
 /* after test_util.h, which sets the feature macros before any system header */
@@ -83,12 +85,16 @@ static void check_plans(void) {
     ingot_dispatch_plan u, p;
     char err[256] = "";
     CHECK_STATUS(plan_of(m, B, Hkv, capacity, paged, 0, blocks, &u, err, sizeof err), INGOT_OK);
-    CHECK_STATUS(plan_of(m, B, Hkv, capacity, paged, 1, blocks, &p, err, sizeof err), INGOT_OK);
+    /* caps.balance = the rounds of resident workgroups (INGOT_BALANCE=N), past the maximum too */
+    const int balance = (int)rnd_range(1, INGOT_BALANCE_MAX_ROUNDS + 2);
+    const int64_t balance_rounds = balance < INGOT_BALANCE_MAX_ROUNDS ? balance : INGOT_BALANCE_MAX_ROUNDS;
+    CHECK_STATUS(plan_of(m, B, Hkv, capacity, paged, balance, blocks, &p, err, sizeof err), INGOT_OK);
     if (err[0]) fprintf(stderr, "B %d Hkv %d capacity %lld: %s\n", B, Hkv, (long long)capacity, err);
     CHECK(!(ingot_ad_params_in(&u)->flags & INGOT_AD_FLAG_BALANCED));
     const int64_t rows_total = (int64_t)m->group * m->max_sq, row_blocks = (rows_total + m->rows - 1) / m->rows;
-    const int64_t want = (int64_t)u.num_splits * B;
-    const int64_t most = m->max_splits < 256 ? m->max_splits : 256;
+    const int64_t want = (int64_t)u.num_splits * B * balance_rounds;
+    /* past the merge's 256 up to 511, unless the kernel's max_splits is lower */
+    const int64_t most = m->max_splits < 256 ? m->max_splits : INGOT_AD_BALANCED_MAX_UNITS;
     const int64_t units = want < most ? want : most;
     const int64_t resident = 132 * blocks;
     const int expect = B > 1 && B <= INGOT_AD_BALANCED_MAX_BATCH && (units == want || units * Hkv * row_blocks >= resident);
@@ -101,7 +107,9 @@ static void check_plans(void) {
     }
     ++balanced;
     capped += units < want;
-    int64_t fill = (resident + Hkv * row_blocks - 1) / (Hkv * row_blocks);
+    int64_t fill = (resident + Hkv * row_blocks - 1) / (Hkv * row_blocks); /* one round's, times the rounds */
+    if (fill > units) fill = units;
+    fill *= balance_rounds;
     if (fill > units) fill = units;
     CHECK(ingot_ad_params_in(&p)->flags == (ingot_ad_params_in(&u)->flags | INGOT_AD_FLAG_BALANCED | (B << INGOT_AD_FLAG_BATCH_SHIFT) |
                       (int)(fill << INGOT_AD_FLAG_FILL_SHIFT)));
@@ -138,7 +146,7 @@ static void check_schedules(void) {
   for (int it = 0; it < 400; ++it) {
     const int B = it % 10 == 0 ? ARITH_BATCH : (int)rnd_range(2, it % 3 ? 64 : ARITH_BATCH);
     const int capacity = it % 4 == 0 ? MAX_CAPACITY : (int)rnd_range(1, 1 << 22);
-    const int tile = tiles[rnd_range(0, 3)], units = (int)rnd_range(1, 256), fill = (int)rnd_range(1, units);
+    const int tile = tiles[rnd_range(0, 3)], units = (int)rnd_range(1, INGOT_AD_BALANCED_MAX_UNITS), fill = (int)rnd_range(1, units);
     fill_lengths(g_lens, B, capacity, (int)rnd_range(0, 5));
     char msg[512];
     long long np = 0;
@@ -161,8 +169,8 @@ static void check_schedules(void) {
     g_lens[B - 1] += (int32_t)(targets[t] - sum); /* exactly the target */
     for (int tile = 16; tile <= 128; tile *= 2) {
       char msg[512];
-      const char *why = rs_check(g_lens, B, MAX_CAPACITY, tile, 256, (int)rnd_range(1, 256), 8, 4, 128,
-                                 ingot_ad_balanced_workspace(B, 8, 4, 128, 256), NULL, msg, sizeof msg);
+      const char *why = rs_check(g_lens, B, MAX_CAPACITY, tile, 511, (int)rnd_range(1, 511), 8, 4, 128,
+                                 ingot_ad_balanced_workspace(B, 8, 4, 128, 511), NULL, msg, sizeof msg);
       if (why) fprintf(stderr, "sum %lld, tile %d: %s\n", (long long)targets[t], tile, why);
       CHECK(why == NULL);
     }
@@ -174,13 +182,22 @@ static void check_schedules(void) {
                              ingot_ad_balanced_workspace(ARITH_BATCH, 1, 1, 32, 256), &np, msg,
                              sizeof msg);
   if (why) fprintf(stderr, "B 4096 all at capacity 2^31 - 1025: %s\n", why);
-  /* 256 equal shares of 16 whole sequences each: one piece per sequence, none split */
+  /* 256 shares of 16 equal sequences each: one piece per sequence, none cut */
   CHECK(why == NULL && np == ARITH_BATCH);
-  /* tiles 3, 2, 2, 2 over 3 units ([0,3) [3,6) [6,9)): only sequence 2 ([5,7)) is cut */
+  /* tiles 3, 2, 2, 2 over 3 shares of 3: each sequence is at most a share, none is cut
+   * (a share's edge falls inside sequences 1 and 2, which stay whole) */
   g_lens[0] = 16 * 3;
   for (int b = 1; b < 4; ++b) g_lens[b] = 16 * 2;
   why = rs_check(g_lens, 4, 1000, 16, 3, 3, 0, 0, 0, 0, &np, msg, sizeof msg);
-  CHECK(why == NULL && np == 5);
+  CHECK(why == NULL && np == 4);
+  /* one long among short ones: 40 tiles and 8 x 1 over 6 shares of 8: the long one
+   * in round(40 x 6 / 48) = 5 pieces of 8, each short one whole; the long one's
+   * pieces (class 0) take slots 0..4 although it is last in the batch */
+  for (int b = 0; b < 8; ++b) g_lens[b] = 16;
+  g_lens[8] = 16 * 40;
+  why = rs_check(g_lens, 9, 1000, 16, 6, 6, 0, 0, 0, 0, &np, msg, sizeof msg);
+  CHECK(why == NULL && np == 13 && ingot_ad_bal_pieces(40, 48, 6) == 5 && ingot_ad_bal_pieces(1, 48, 6) == 1);
+  CHECK(ingot_ad_bal_class(40, 5, 48, 6) == 0 && ingot_ad_bal_class(1, 1, 48, 6) == 2);
   /* an empty batch: no unit has a share, every sequence no piece */
   memset(g_lens, 0, sizeof g_lens);
   why = rs_check(g_lens, 17, 1000, 64, 40, 20, 0, 0, 0, 0, &np, msg, sizeof msg);
@@ -192,7 +209,10 @@ static void check_schedules(void) {
   /* a short batch takes `fill` units, not all: 15 tiles over 3 of 200, shares of 5 */
   CHECK(ingot_ad_bal_active(15, 200, 3) == 3);
   why = rs_check(g_lens, 5, 1000, 64, 200, 3, 0, 0, 0, 0, &np, msg, sizeof msg);
-  CHECK(why == NULL && np == 6); /* tiles 1, 2, 3, 4, 5 over [0,5) [5,10) [10,15): only sequence 2 is cut */
+  CHECK(why == NULL && np == 5); /* tiles 1, 2, 3, 4, 5: each at most a share, none cut */
+  /* rounding: 3 shares of 10 tiles; 14 tiles (1.4 shares) stay whole, 15 (1.5) are cut in 2 */
+  CHECK(ingot_ad_bal_pieces(14, 30, 3) == 1 && ingot_ad_bal_pieces(15, 30, 3) == 2 &&
+        ingot_ad_bal_pieces(16, 30, 3) == 2 && ingot_ad_bal_pieces(0, 30, 3) == 0);
   /* a long batch takes shares of at most INGOT_AD_BALANCED_SHARE_TILES tiles, up to the units */
   CHECK(ingot_ad_bal_active(64 * 100, 256, 33) == 100 && ingot_ad_bal_active(64 * 100 + 1, 256, 33) == 101);
   CHECK(ingot_ad_bal_active(64 * 1000, 256, 33) == 256 && ingot_ad_bal_active(0, 256, 33) == 0);
@@ -201,26 +221,29 @@ static void check_schedules(void) {
 
 /* The workspace bound: exact, and 0 (the plan's refusal) when a product overflows. */
 static void check_workspace(void) {
-  CHECK(ingot_ad_balanced_workspace(2, 1, 4, 128, 2) == (uint64_t)((16 + 16 * 128) * 4 + 3 * 8));
-  CHECK(ingot_ad_balanced_workspace(32, 8, 4, 128, 32) == (uint64_t)((256 + 256 * 128) * 8 * 4 + 33 * 8));
+  CHECK(ingot_ad_balanced_workspace(2, 1, 4, 128, 2) == (uint64_t)((16 + 16 * 128) * 4 + 2 * 8));
+  CHECK(ingot_ad_balanced_workspace(32, 8, 4, 128, 32) == (uint64_t)((256 + 256 * 128) * 8 * 4 + 32 * 8));
   CHECK(ingot_ad_balanced_workspace(4096, 65535, 1 << 20, 1 << 20, 256) == 0);
   CHECK(ingot_ad_balanced_workspace(4096, 65535, (int64_t)1 << 40, 128, 256) == 0);
 }
 
-/* Negative controls: slot w alone (without + b) collides where pieces of two
- * sequences share a unit, and rs_check catches a workspace one word short. */
+/* Negative controls: a sequence's first slot from its class's own prefix alone
+ * (without the pieces of the classes ahead) collides where the batch has two
+ * classes, and rs_check catches a workspace one word short. */
 static void check_negative_control(void) {
-  for (int b = 0; b < 8; ++b) g_lens[b] = 1000;
+  for (int b = 0; b < 8; ++b) g_lens[b] = b % 2 ? 64 : 1000; /* tiles 16 and 1 (tile 64) */
+  const long long total = 4 * 16 + 4, active = 12;
+  unsigned long long before = 0;
   unsigned char used[64] = {0};
   int collisions = 0;
-  const long long total = 8 * 16, active = 12; /* 8 sequences of 16 tiles (tile 64), 12 units */
-  for (long long w = 0; w < active; ++w)
-    for (int b = 0; b < 8; ++b) {
-      long long lo, hi;
-      ingot_ad_bal_piece(w, total, active, 16LL * b, 16, &lo, &hi);
-      if (lo < hi && ingot_ad_bal_piece_slot(w, b, lo, hi, 16LL * b, 16) >= 0) collisions += used[w]++ > 0;
-    }
-  CHECK(collisions > 0); /* slot = w alone collides; w + b (the header's) does not (check_schedules) */
+  for (int b = 0; b < 8; ++b) {
+    const long long nb = b % 2 ? 1 : 16, kb = ingot_ad_bal_pieces(nb, total, active);
+    const int c = ingot_ad_bal_class(nb, kb, total, active);
+    for (long long s = ingot_ad_bal_field(before, c); s < ingot_ad_bal_field(before, c) + kb; ++s)
+      collisions += used[s]++ > 0;
+    before += ingot_ad_bal_pack(kb, c);
+  }
+  CHECK(collisions > 0); /* the header's ingot_ad_bal_first adds the classes ahead (check_schedules) */
   char msg[256];
   CHECK(rs_check(g_lens, 8, 1000, 64, 12, 12, 0, 0, 0, 0, NULL, msg, sizeof msg) == NULL);
   /* a wrong workspace size is caught */

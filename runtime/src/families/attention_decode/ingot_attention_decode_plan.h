@@ -188,14 +188,15 @@ static inline void ingot_ad_plan_scalars(const ingot_attention_graph *g, int pag
   out->group = (int32_t)group;
 }
 
-/* Bytes of a balanced plan's workspace (templates/ingot_attention_decode.h,
- * balanced_prefix_offset): per KV head lse [rows_total x slots] padded to 4
- * floats, then O [rows_total x slots x D] (slots = units + B); then the tile
- * prefix sums P[0..B], int64. 0 when a product overflows 64 bits. */
+/* Bytes of a balanced plan's workspace (templates/ingot_ad_addressing.h,
+ * balanced_record_offset): per KV head lse [rows_total x slots] padded to 4
+ * floats, then O [rows_total x slots x D] (slots = units + B); then each
+ * sequence's record (its first slot and piece count), int64. 0 when a product
+ * overflows 64 bits. */
 static inline uint64_t ingot_ad_balanced_workspace(int64_t B, int64_t Hkv, int64_t rows_total, int64_t D,
                                                    int64_t units) {
   uint64_t lse_n = 0, o_n = 0, per = 0, all = 0, bytes = 0;
-  const uint64_t slots = (uint64_t)units + (uint64_t)B, prefix = ((uint64_t)B + 1) * 8u;
+  const uint64_t slots = (uint64_t)units + (uint64_t)B, prefix = (uint64_t)B * 8u;
   if (ingot_ad_mul((uint64_t)rows_total, slots, &lse_n) || ingot_ad_mul(lse_n, (uint64_t)D, &o_n) ||
       __builtin_add_overflow((lse_n + 3) / 4 * 4, o_n, &per) || ingot_ad_mul(per, (uint64_t)Hkv, &all) ||
       ingot_ad_mul(all, 4u, &bytes) || __builtin_add_overflow(bytes, prefix, &bytes))
@@ -205,9 +206,10 @@ static inline uint64_t ingot_ad_balanced_workspace(int64_t B, int64_t Hkv, int64
 
 /* The balanced plan (units per KV head and row block; docs/INTERNALS.md
  * "Balanced split"): split grid ((units + B - 1) x Hkv x row_blocks, 1, 1), a
- * workgroup per slot w + b of a piece, the batch in flags; the merge grid of the uniform plan with `units` segments (at most
- * units pieces per sequence), always launched: it writes the sequences that
- * no single unit held whole and the empty ones. */
+ * workgroup per slot (the pieces number at most units + B - 1), the batch in
+ * flags; the merge grid of the uniform plan with `units` segments (at most
+ * units pieces per sequence), always launched: it writes the sequences cut
+ * into several pieces and the empty ones. */
 static inline ingot_status ingot_ad_plan_balanced(const ingot_ad_kernel_meta *m, const ingot_attention_graph *g,
                                                   const ingot_device_caps *caps, int64_t B, int64_t Hkv,
                                                   int64_t Sq, int64_t D, int64_t group, int64_t rows_total,
@@ -359,32 +361,43 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
     out_cost = ingot_ad_split_cost(&md, base, splits, g->capacity, 1);
   }
 
-  /* Balanced split (docs/INTERNALS.md "Balanced split"): a batch of 2 to
-   * INGOT_AD_BALANCED_MAX_BATCH sequences is cut into as many equal shares of
-   * its real tiles as the uniform plan above has workgroups (units = splits x B
-   * per KV head and row block, at most the kernels' 256 and the kernel's
-   * max_splits), decided on the device from the lengths; a share's pieces (one
-   * per sequence it overlaps) run as workgroups of their own.
-   * When the cap binds (B large) it is taken only if the units still fill the
-   * device. The device takes at least `fill` of the units (one round) and more
-   * for long batches (ingot_attention_decode_balance.h, ingot_ad_bal_active).
-   * The modelled time is the uniform plan's: the model knows only the
-   * capacity, and kernels of one rank compare as before. */
+  /* Balanced split (docs/design/balanced-split.md): a batch of 2 to
+   * INGOT_AD_BALANCED_MAX_BATCH sequences is cut into pieces in proportion to
+   * its real lengths, about as many as the uniform plan above has workgroups
+   * times caps->balance (the rounds, 1..INGOT_BALANCE_MAX_ROUNDS): units =
+   * splits x B x rounds per KV head and row block, at most
+   * INGOT_AD_BALANCED_MAX_UNITS (511; one sequence's pieces stay within the
+   * merge's 256) or, for a kernel built for fewer segments than the merge
+   * takes, its max_splits, decided on the device from the lengths; each
+   * piece runs as a workgroup of its own. When the cap binds (B large) it is
+   * taken only if the units still fill the device. The device takes at least
+   * `fill` of the units (the rounds of resident workgroups) and more for long
+   * batches (ingot_attention_decode_balance.h, ingot_ad_bal_active). The
+   * modelled time is the uniform plan's: the model knows only the capacity,
+   * and kernels of one rank compare as before. */
   int64_t units = 0;
-  if (caps->balance && B > 1 && B <= INGOT_AD_BALANCED_MAX_BATCH) {
-    int64_t most_units = pol->kernel_max_splits < m->max_splits ? pol->kernel_max_splits : m->max_splits;
+  const int64_t rounds = caps->balance < INGOT_BALANCE_MAX_ROUNDS ? caps->balance : INGOT_BALANCE_MAX_ROUNDS;
+  if (rounds > 0 && B > 1 && B <= INGOT_AD_BALANCED_MAX_BATCH) {
+    /* the device caps one sequence's pieces at INGOT_AD_MAX_SPLITS; a kernel or
+     * policy with a lower limit keeps every sequence within it by the units */
+    const int64_t per_seq = m->max_splits < pol->kernel_max_splits ? m->max_splits : pol->kernel_max_splits;
+    int64_t most_units = per_seq >= INGOT_AD_MAX_SPLITS ? INGOT_AD_BALANCED_MAX_UNITS : per_seq;
     if (most_units > INT32_MAX / (Hkv * row_blocks)) most_units = INT32_MAX / (Hkv * row_blocks);
-    const int64_t want = splits * B; /* <= 256 x 1024 */
+    const int64_t want = splits * B * rounds; /* <= 256 x 1024 x 8 */
     units = want < most_units ? want : most_units;
     if (units < want && units * Hkv * row_blocks < resident) units = 0;
     /* the split grid has a workgroup per slot: units + B - 1 of them per KV head and row block */
     if (units + B - 1 > INT32_MAX / (Hkv * row_blocks)) units = 0;
   }
   if (units > 0) {
-    /* the units that fill one round of resident workgroups: the device takes at
-     * least these (and more for long batches; ingot_ad_bal_active) */
+    /* the units that fill the rounds of resident workgroups: the device takes
+     * at least these (and more for long batches; ingot_ad_bal_active); one
+     * round's count is capped at units before the rounds multiply it (resident
+     * is any int64 from the caps: no overflow) */
     int64_t fill = ingot_ad_ceil_div(resident, Hkv * row_blocks);
-    if (fill > units) fill = units; /* <= 256: fits the flags' field */
+    if (fill > units) fill = units;
+    fill *= rounds; /* <= 511 x 8 */
+    if (fill > units) fill = units; /* <= 511: fits the flags' field */
     return ingot_ad_plan_balanced(m, g, caps, B, Hkv, Sq, D, group, rows_total, row_blocks, units, fill, paged, page_size,
                                   out_cost, out, err, err_size);
   }
