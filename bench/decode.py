@@ -308,7 +308,10 @@ RAGGED = (
     ("B=8 one 64K + 7 x 256", 8, lambda g: [65536] + [256] * 7),
     ("B=64 log-uniform 16..16K", 64, lambda g: _log_uniform(g, 64, 16, 16384)),
     ("B=16 8 empty + 8 x 16K", 16, lambda g: [0] * 8 + [16384] * 8),
+    ("B=4 one 32K + 3 x 1K, 8/2", 4, lambda g: [32768] + [1024] * 3, 8, 2),
+    ("B=2 16K + 1K", 2, lambda g: [16384, 1024]),
     ("B=4 uniform 8K, 8/2", 4, lambda g: [8192] * 4, 8, 2),
+    ("B=8 uniform 8K", 8, lambda g: [8192] * 8),
     ("B=16 uniform 8K", 16, lambda g: [8192] * 16),
     ("B=32 uniform 4K", 32, lambda g: [4096] * 32),
     ("B=64 uniform 2K", 64, lambda g: [2048] * 64),
@@ -357,12 +360,24 @@ def ragged_point(ctx, name, B, lens, reps, calls, rounds, hq=32, hkv=8, d=128, p
         return plan.run(qs[i % nbuf], k, v, lengths, out=o, **({"page_table": t} if P else {}))
 
     plans = {}
-    for key, env in (("balanced", str(balance)), ("unbalanced", "0")):  # read by libingot at plan time
-        os.environ["INGOT_BALANCE"] = env
+    saved = os.environ.pop("INGOT_BALANCE", None)
+    # read by libingot at plan time; the default (unset) is the one a user gets, either of the two
+    for key, env in (("balanced", str(balance)), ("unbalanced", "0"), ("default", None)):
+        if env is None:
+            os.environ.pop("INGOT_BALANCE", None)
+        else:
+            os.environ["INGOT_BALANCE"] = env
         plans[key] = make(ks[0], vs[0], tables[0], lt, cap)
-    os.environ.pop("INGOT_BALANCE", None)
-    if twin:
+    if twin:  # the uniform batch through its uniform segments: the time perfect balance gives
+        os.environ["INGOT_BALANCE"] = "0"
         plans["uniform"] = make(ku[0], vu[0], tables_u[0], lu_t, up(lu))
+    os.environ.pop("INGOT_BALANCE", None)
+    if saved is not None:
+        os.environ["INGOT_BALANCE"] = saved
+    default = plans.pop("default")
+    # the default plan is the balanced one when its workspace has the balanced layout's size
+    default_balanced = (default.workspace_size == plans["balanced"].workspace_size
+                        and default.workspace_size != plans["unbalanced"].workspace_size)
     for key in ("balanced", "unbalanced"):
         o.fill_(float("nan"))
         call(plans[key], 0, ks[0], vs[0], tables[0], lt)
@@ -387,6 +402,8 @@ def ragged_point(ctx, name, B, lens, reps, calls, rounds, hq=32, hkv=8, d=128, p
         res["uniform"] = res["unbalanced"]
     res["ratio"] = res["balanced"] / res["uniform"]
     res["ratio_unbalanced"] = res["unbalanced"] / res["uniform"]
+    res["default"] = "balanced" if default_balanced else "uniform segments"
+    res["default_ratio"] = res["ratio"] if default_balanced else res["ratio_unbalanced"]
     res["kernel"], res["splits"] = plans["balanced"].kernel, plans["balanced"].num_splits
     return res  # as bench_point's
 
@@ -395,28 +412,30 @@ def run_ragged(ctx, a):
     """bench/decode.py --ragged: each batch of RAGGED beside the uniform batch of its total tokens."""
     rows = []
     gen = torch.Generator().manual_seed(23)
-    print(f"{'case':<28} {'tokens':>8} | {'balanced':>9} {'uniform':>9} {'ratio':>6} | {'no balance':>10} {'ratio':>6}",
-          flush=True)
+    print(f"{'case':<28} {'tokens':>8} | {'balanced':>9} {'uniform':>9} {'ratio':>6} | {'no balance':>10} {'ratio':>6} "
+          f"| default", flush=True)
     for name, b, fn, *heads in RAGGED:
         hq, hkv = heads or (32, 8)
         r = point_done(ragged_point(ctx, name, b, fn(gen), a.reps, a.calls, a.rounds, hq=hq, hkv=hkv,
                                     page_size=a.paged, balance=a.balance))
         rows.append(r)
         print(f"{name:<28} {r['tokens']:>8} | {r['balanced']:>7.1f}us {r['uniform']:>7.1f}us {r['ratio']:>5.2f}x | "
-              f"{r['unbalanced']:>8.1f}us {r['ratio_unbalanced']:>5.2f}x", flush=True)
+              f"{r['unbalanced']:>8.1f}us {r['ratio_unbalanced']:>5.2f}x | {r['default']} {r['default_ratio']:.2f}x",
+              flush=True)
     os.makedirs(a.out, exist_ok=True)
     stem = "decode_ragged" + (f"_paged{a.paged}" if a.paged else "")
     with open(os.path.join(a.out, f"{stem}.md"), "w") as f:
         f.write(f"bf16, D 128, {f'paged {a.paged}' if a.paged else 'contiguous'}, GPU time by CUDA-graph replay; "
                 "ratio = against a uniform batch "
                 f"of the same total tokens; balanced = INGOT_BALANCE={a.balance}, no balance = the same plan with "
-                "INGOT_BALANCE=0\n\n"
+                "INGOT_BALANCE=0, default = the plan with INGOT_BALANCE unset (one of the two)\n\n"
                 "| batch | Hq/Hkv | tokens | max / mean length | balanced | uniform, same tokens | ratio | no balance | "
-                "ratio |\n|---|---|---|---|---|---|---|---|---|\n")
+                "ratio | default | ratio |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
         for r in rows:
             f.write(f"| {r['case']} | {r['Hq']}/{r['Hkv']} | {r['tokens']} | {r['spread']:.1f} | {r['balanced']:.1f} us | "
                     f"{r['uniform']:.1f} us | "
-                    f"{r['ratio']:.2f}x | {r['unbalanced']:.1f} us | {r['ratio_unbalanced']:.2f}x |\n")
+                    f"{r['ratio']:.2f}x | {r['unbalanced']:.1f} us | {r['ratio_unbalanced']:.2f}x | {r['default']} | "
+                    f"{r['default_ratio']:.2f}x |\n")
     with open(os.path.join(a.out, f"{stem}.svg"), "w") as f:  # ratio against the spread of the lengths
         f.write(ragged_plot.svg(rows))
     return 0

@@ -3,7 +3,7 @@
 // sees; row_blocks), its segment of the valid tokens (Lengths, segment), its
 // place in the split grid (SplitBlock, split_block), the output (store_row), and
 // the workspace layout of the fp32 partials: the uniform plan's (lse_floats,
-// workspace_block) and the balanced plan's (Piece, balanced_record_offset; where
+// workspace_block) and the balanced plan's (Piece, balanced_list_offset; where
 // a split workgroup's rows go: SplitTarget, split_target). The balanced plan's
 // arithmetic is ingot_attention_decode_balance.h.
 #ifndef INGOT_AD_ADDRESSING_H
@@ -135,9 +135,9 @@ INGOT_DEVICE int balanced_batch(int flags) { return flags >> INGOT_AD_FLAG_BATCH
 
 // Balanced workspace: per KV head one block of the uniform layout with
 // units + B slots in place of segments (workspace_block<T>(0, hkv, ...)),
-// then each sequence's record (first slot, piece count) as int64 (the merge's lookup).
+// then the merge's list (ingot_ad_bal_entry): its count and an entry per sequence, int64.
 template <class T>
-INGOT_DEVICE long long balanced_record_offset(int num_kv_heads, int num_splits, int rows_total, int flags) {
+INGOT_DEVICE long long balanced_list_offset(int num_kv_heads, int num_splits, int rows_total, int flags) {
   return workspace_block<T>(0, num_kv_heads, num_kv_heads,
                             (int)ingot_ad_bal_slots(num_splits, balanced_batch(flags)), rows_total);
 }

@@ -26,13 +26,14 @@ namespace ingot {
 // in LDS): the tiles' total first, which sets the share, then each sequence's
 // piece count in its size class (packed, one scan for the four classes), whose
 // prefix is its first slot. The thread whose chunk holds the sequence with slot s
-// finds the piece. Workgroup 0 also writes each sequence's (first slot, count)
-// for the merge. Every decision comes from the lengths alone: the same lengths
+// finds the piece. Workgroup 0 also writes the merge's list: the sequences
+// with other than one piece (cut, or empty), numbered by a third scan. Every decision comes from the lengths alone: the same lengths
 // give the same pieces, slots and accumulation order, run after run.
 template <class T>
 struct BalanceShared {
   long long wave_tiles[T::kWaves];
   unsigned long long wave_pieces[T::kWaves];
+  int wave_listed[T::kWaves];  // workgroup 0: the merge's list entries per wave
   Piece piece;  // this workgroup's, when found
   int found;
 };
@@ -42,6 +43,16 @@ INGOT_DEVICE long long shfl_idx64(long long v, int src) {
   const int lo = shfl_idx((int)(unsigned)(unsigned long long)v, src);
   const int hi = shfl_idx((int)(unsigned)((unsigned long long)v >> 32), src);
   return (long long)(((unsigned long long)(unsigned)hi << 32) | (unsigned)lo);
+}
+
+// The inclusive prefix of v over the wave's lanes.
+INGOT_DEVICE int wave_scan32(int v, int lane) {
+#pragma unroll
+  for (int off = 1; off < kWaveSize; off <<= 1) {
+    const int up = shfl_idx(v, lane >= off ? lane - off : lane);
+    if (lane >= off) v += up;
+  }
+  return v;
 }
 
 // The inclusive prefix of v over the wave's lanes (64-bit sums).
@@ -64,10 +75,12 @@ INGOT_DEVICE void decode_split_balanced(INGOT_AD_PARAMS) {
   if (tid == 0) bal.found = 0;
 
   // Thread t holds sequences [t * per, (t + 1) * per). First the batch's tiles.
+  // Its first length is loaded once for the three passes (the whole chunk up to B = threads).
   const int per = (B + T::kThreads - 1) / T::kThreads;
   const int j0 = tid * per, j1 = j0 + per < B ? j0 + per : B;
+  const int len0 = j0 < j1 ? load_dep(seq_lens + j0) : 0;
   long long mine = 0;
-  for (int j = j0; j < j1; ++j) mine += ingot_ad_bal_tiles(load_dep(seq_lens + j), capacity, T::kTile);
+  for (int j = j0; j < j1; ++j) mine += ingot_ad_bal_tiles(j == j0 ? len0 : load_dep(seq_lens + j), capacity, T::kTile);
   const long long tiles_incl = wave_scan64(mine, lane);
   if (lane == kWaveSize - 1) bal.wave_tiles[wave] = tiles_incl;
   sync_block();
@@ -78,10 +91,12 @@ INGOT_DEVICE void decode_split_balanced(INGOT_AD_PARAMS) {
 
   // Then the pieces, counted per size class (packed fields; no carries).
   unsigned long long counts = 0;
+  int listed = 0;  // sequences with other than one piece: the merge's list entries
   for (int j = j0; j < j1; ++j) {
-    const long long n = ingot_ad_bal_tiles(load_dep(seq_lens + j), capacity, T::kTile);
+    const long long n = ingot_ad_bal_tiles(j == j0 ? len0 : load_dep(seq_lens + j), capacity, T::kTile);
     const long long k = ingot_ad_bal_pieces(n, total, active);
     if (k > 0) counts += ingot_ad_bal_pack(k, ingot_ad_bal_class(n, k, total, active));
+    listed += k != 1;
   }
   const unsigned long long incl = (unsigned long long)wave_scan64((long long)counts, lane);
   if (lane == kWaveSize - 1) bal.wave_pieces[wave] = incl;
@@ -92,11 +107,27 @@ INGOT_DEVICE void decode_split_balanced(INGOT_AD_PARAMS) {
     before += i < wave ? bal.wave_pieces[i] : 0;
     all += bal.wave_pieces[i];
   }
-  long long *record =
-      reinterpret_cast<long long *>(workspace + balanced_record_offset<T>(num_kv_heads, units, group * sq, flags));
+  // Workgroup 0 numbers the merge's list entries (a scan of its own: the
+  // others skip it, uniformly) and writes their count.
+  long long *list =
+      reinterpret_cast<long long *>(workspace + balanced_list_offset<T>(num_kv_heads, units, group * sq, flags));
   const bool writer = block_x() == 0;
+  int entry = 0;  // the next list entry of this thread's sequences
+  if (writer) {
+    const int listed_incl = wave_scan32(listed, lane);
+    if (lane == kWaveSize - 1) bal.wave_listed[wave] = listed_incl;
+    sync_block();
+    int count = 0;
+    entry = listed_incl - listed;
+#pragma unroll
+    for (int i = 0; i < T::kWaves; ++i) {
+      entry += i < wave ? bal.wave_listed[i] : 0;
+      count += bal.wave_listed[i];
+    }
+    if (tid == 0) list[0] = count;
+  }
   for (int j = j0; j < j1; ++j) {
-    const int len = ingot_ad_bal_clamp(load_dep(seq_lens + j), capacity);
+    const int len = ingot_ad_bal_clamp(j == j0 ? len0 : load_dep(seq_lens + j), capacity);
     const long long n = ingot_ad_bal_tiles(len, capacity, T::kTile);
     const long long k = ingot_ad_bal_pieces(n, total, active);
     long long first = 0;
@@ -105,7 +136,7 @@ INGOT_DEVICE void decode_split_balanced(INGOT_AD_PARAMS) {
       first = ingot_ad_bal_first(before, all, cls);
       before += ingot_ad_bal_pack(k, cls);
     }
-    if (writer) record[j] = ingot_ad_bal_record(first, k);
+    if (writer && k != 1) list[1 + entry++] = ingot_ad_bal_entry(j, first, k);
     if (s >= first && s < first + k) {  // this slot holds piece s - first of sequence j
       long long lo, hi;
       ingot_ad_bal_span(s - first, k, n, &lo, &hi);

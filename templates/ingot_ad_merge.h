@@ -33,16 +33,15 @@ struct MergeShared {
   float part[T::kMergeThreads / (T::kMergeCols / 4)][T::kMergeCols];
 };
 
-// Where the merge finds the partials of (b, hkv): count of them, row r's s-th at
-// lse[r * stride + s] and o[(r * stride + s) * D]. Uniform: the (b, hkv) block's
-// num_splits segments. Balanced: the sequence's pieces, slots first .. first +
-// count - 1 of the hkv block (ingot_attention_decode_balance.h), from the record
-// the split wrote; none for an empty sequence (the merge then writes O = 0,
-// LSE = -inf), and skip when one piece held it whole (the split wrote O).
+// Where the merge finds the partials of sequence b's KV head hkv: count of
+// them, row r's s-th at lse[r * stride + s] and o[(r * stride + s) * D].
+// Uniform: the (b, hkv) block's num_splits segments. Balanced: from an entry
+// of the merge's list (ingot_attention_decode_balance.h), the sequence's
+// pieces, slots first .. first + count - 1 of the hkv block; none for an
+// empty sequence (the merge then writes O = 0, LSE = -inf).
 struct MergeSource {
   const float *lse, *o;
-  int count, stride;
-  bool skip;
+  int b, count, stride;
 };
 
 // An int64 the grid before wrote, as two coherent 32-bit loads (load_dep).
@@ -52,34 +51,36 @@ INGOT_DEVICE long long load_dep64(const long long *p) {
   return (long long)(((unsigned long long)hi << 32) | lo);
 }
 
-template <class T, bool kBalanced>
+template <class T>
 INGOT_DEVICE MergeSource merge_source(int b, int hkv, INGOT_AD_PARAMS) {
   MergeSource m;
   const int rows_total = group * sq;
-  if constexpr (!kBalanced) {
-    m.lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, num_splits, rows_total);
-    m.o = m.lse + lse_floats<T>(rows_total, num_splits);
-    m.count = m.stride = num_splits;
-    m.skip = false;
-    return m;
-  }
+  m.lse = workspace + workspace_block<T>(b, hkv, num_kv_heads, num_splits, rows_total);
+  m.o = m.lse + lse_floats<T>(rows_total, num_splits);
+  m.b = b;
+  m.count = m.stride = num_splits;
+  return m;
+}
+
+template <class T>
+INGOT_DEVICE MergeSource merge_source_entry(long long e, int hkv, INGOT_AD_PARAMS) {
+  MergeSource m;
+  const int rows_total = group * sq;
   const int B = balanced_batch(flags), slots = (int)ingot_ad_bal_slots(num_splits, B);
-  const long long *record =
-      reinterpret_cast<const long long *>(workspace + balanced_record_offset<T>(num_kv_heads, num_splits, rows_total, flags));
-  const long long r = load_dep64(record + b);
-  long long first = ingot_ad_bal_record_first(r), count = ingot_ad_bal_record_count(r);
-  // Within the workspace's slots and the merge's LDS whatever the record says
-  // (lengths that changed between the split's reads of them give a wrong but
-  // bounded answer, never a read past the workspace).
-  first = first < 0 ? 0 : first > slots ? slots : first;
+  long long b = ingot_ad_bal_entry_seq(e), first = ingot_ad_bal_entry_first(e), count = ingot_ad_bal_entry_count(e);
+  // Within the batch, the workspace's slots and the merge's LDS whatever the
+  // entry says (lengths that changed between the split's reads of them give a
+  // wrong but bounded answer, never an access past the workspace or O).
+  b = b < 0 ? 0 : b >= B ? B - 1 : b;
+  if (first > slots) first = slots;
   if (count > slots - first) count = slots - first;
   if (count > INGOT_AD_MAX_SPLITS) count = INGOT_AD_MAX_SPLITS;
   const float *blk = workspace + workspace_block<T>(0, hkv, num_kv_heads, slots, rows_total);
   m.lse = blk + first;
   m.o = blk + lse_floats<T>(rows_total, slots) + first * T::kHeadDim;
+  m.b = (int)b;
   m.count = (int)count;
   m.stride = slots;
-  m.skip = count == 1;
   return m;
 }
 
@@ -87,18 +88,16 @@ INGOT_DEVICE MergeSource merge_source(int b, int hkv, INGOT_AD_PARAMS) {
 // and heads, few segments. Each thread owns 4 columns of one row and reads all
 // the row's segment partials and lse values in one round trip; no LDS, no
 // barrier, so thousands of (row, column) blocks take a few workgroups.
-template <class T, bool kBalanced>
-INGOT_DEVICE void merge_compact(INGOT_AD_PARAMS) {
+// tid, bx: the thread and block_x() (the balanced loop passes them opaque()).
+template <class T>
+INGOT_DEVICE void merge_compact(const MergeSource &src, int tid, int bx, int hkv, INGOT_AD_PARAMS) {
   constexpr int D = T::kHeadDim, kMax = INGOT_AD_COMPACT_MERGE_SPLITS;
-  const int item = block_x() * T::kMergeThreads + thread_id();
-  const int hkv = block_y(), b = block_z();
+  const int item = bx * T::kMergeThreads + tid;
   const int rows_total = group * sq;
   if (item >= rows_total * (D / 4)) return;
   const int row = item / (D / 4), c0 = item % (D / 4) * 4;
-  const MergeSource src = merge_source<T, kBalanced>(b, hkv, INGOT_AD_ARGS);
-  if (src.skip) return;
   const float *ws_lse = src.lse, *ws_o = src.o;
-  const int S = src.count, stride = src.stride;
+  const int S = src.count, stride = src.stride, b = src.b;
   float l[kMax];
   u32x4 part[kMax];
   float m = kNegInf;
@@ -130,37 +129,21 @@ INGOT_DEVICE void merge_compact(INGOT_AD_PARAMS) {
                  o_stride_h, o_stride_s, flags);
 }
 
-// kBalanced: the balanced plan's merge (entry point `balanced_merge`), which finds
-// each sequence's pieces from the records its split wrote; else the uniform
-// plan's (`merge`).
+// Wide merge (above): one sequence's row and column block. kBalanced: its
+// workgroup merges several sequences in turn, so it ends with a barrier before
+// the LDS is written again.
 template <class T, bool kBalanced>
-INGOT_DEVICE void merge_path(INGOT_AD_PARAMS) {
-  MergeTrace<T, kBalanced> trace;  // knob `trace`: the phases' stamps (nothing without it)
-  trace.stamp(kMergeStart);
-  // Launched programmatically, this grid may start before the split grid ends.
-  // Once it has, the next grid in the stream may be scheduled: it waits for
-  // this one's completion in turn.
-  grid_dependency_wait();
-  trace.stamp(kMergeWaited);
-  launch_dependents();
-  if (num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS) {
-    merge_compact<T, kBalanced>(INGOT_AD_ARGS);
-    trace.end(workspace, group, sq, num_kv_heads, num_splits);
-    return;
-  }
+INGOT_DEVICE void merge_wide(const MergeSource &msrc, int tid, int bx, int hkv, INGOT_AD_PARAMS) {
   constexpr int D = T::kHeadDim, kCols = T::kMergeCols, kQuads = kCols / 4, kGroups = T::kMergeThreads / kQuads;
   constexpr int kPer = (T::kMaxSplits + kGroups - 1) / kGroups;       // partial loads per thread, at most
   constexpr int kLsePer = (T::kMaxSplits + kWaveSize - 1) / kWaveSize;  // lse loads per lane of wave 0
   static_assert(D % kCols == 0, "merge columns");
   INGOT_SHARED MergeShared<T> sh;
-  const int tid = thread_id(), lane = tid % kWaveSize;
-  const int row = block_x() / (D / kCols), c0 = (block_x() % (D / kCols)) * kCols;
-  const int hkv = block_y(), b = block_z();
+  const int lane = tid % kWaveSize;
+  const int row = bx / (D / kCols), c0 = (bx % (D / kCols)) * kCols;
   const int quad = tid % kQuads, sgroup = tid / kQuads;  // column quad, segment group
-  const MergeSource msrc = merge_source<T, kBalanced>(b, hkv, INGOT_AD_ARGS);
-  if (msrc.skip) return;  // uniform across the workgroup: before any barrier
   const float *ws_lse = msrc.lse, *ws_o = msrc.o;
-  const int S = msrc.count, stride = msrc.stride;
+  const int S = msrc.count, stride = msrc.stride, b = msrc.b;
 
   // One round trip: every partial this thread needs and wave 0's lse values are in flight together.
   const float *src = ws_o + (long long)row * stride * D + c0 + quad * 4;
@@ -220,6 +203,56 @@ INGOT_DEVICE void merge_path(INGOT_AD_PARAMS) {
     for (int g = 0; g < kGroups; ++g) out += sh.part[g][tid];
     store_row<T>(o, lse, b, hkv, row_pos(row, group), c0 + tid, out, sh.lse2, sq, num_kv_heads, group, o_stride_b,
                  o_stride_h, o_stride_s, flags);
+  }
+  if constexpr (kBalanced) sync_block();  // sh.part and sh.lse2 read before the next sequence writes them
+}
+
+// kBalanced: the balanced plan's merge (entry point `balanced_merge`, grid
+// (columns, Hkv, Z)): workgroup z merges the sequences of list entries z,
+// z + Z, ... (ingot_ad_bal_merge_z), the next entry's load in flight while it
+// merges one; the sequences it does not list were written by the split. Else
+// the uniform plan's (`merge`, grid (columns, Hkv, B)): sequence block_z().
+template <class T, bool kBalanced>
+INGOT_DEVICE void merge_path(INGOT_AD_PARAMS) {
+  MergeTrace<T, kBalanced> trace;  // knob `trace`: the phases' stamps (nothing without it)
+  trace.stamp(kMergeStart);
+  // Launched programmatically, this grid may start before the split grid ends.
+  // Once it has, the next grid in the stream may be scheduled: it waits for
+  // this one's completion in turn.
+  grid_dependency_wait();
+  trace.stamp(kMergeWaited);
+  launch_dependents();
+  const int hkv = block_y();
+  const bool compact = num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS;
+  if constexpr (!kBalanced) {
+    const MergeSource src = merge_source<T>(block_z(), hkv, INGOT_AD_ARGS);
+    if (compact)
+      merge_compact<T>(src, thread_id(), block_x(), hkv, INGOT_AD_ARGS);
+    else
+      merge_wide<T, false>(src, thread_id(), block_x(), hkv, INGOT_AD_ARGS);
+  } else {
+    // The count and this workgroup's first entry load together (an entry past
+    // the count is read, within the list's B, but not used), the next entry's
+    // while a sequence is merged.
+    const long long *list = reinterpret_cast<const long long *>(
+        workspace + balanced_list_offset<T>(num_kv_heads, num_splits, group * sq, flags));
+    const int B = balanced_batch(flags), Z = grid_z();
+    int i = block_z();
+    long long listed = load_dep64(list);
+    long long e = i < B ? load_dep64(list + 1 + i) : 0;
+    listed = listed < 0 ? 0 : listed > B ? B : listed;  // within the list whatever it says
+    for (; i < listed; i += Z) {  // uniform across the workgroup
+      const long long next = i + Z < B ? load_dep64(list + 1 + i + Z) : 0;
+      const MergeSource src = merge_source_entry<T>(e, hkv, INGOT_AD_ARGS);
+      // Opaque: what the merge computes from the thread and block is computed
+      // per sequence, not held across the loop (which cost gfx942 a wave per SIMD).
+      const int tid = opaque(thread_id()), bx = opaque_uniform(block_x());
+      if (compact)
+        merge_compact<T>(src, tid, bx, hkv, INGOT_AD_ARGS);
+      else
+        merge_wide<T, true>(src, tid, bx, hkv, INGOT_AD_ARGS);
+      e = next;
+    }
   }
   trace.end(workspace, group, sq, num_kv_heads, num_splits);
 }

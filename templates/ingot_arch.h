@@ -56,6 +56,20 @@ INGOT_DEVICE int thread_id() { return __builtin_amdgcn_workitem_id_x(); }
 INGOT_DEVICE int block_x() { return __builtin_amdgcn_workgroup_id_x(); }
 INGOT_DEVICE int block_y() { return __builtin_amdgcn_workgroup_id_y(); }
 INGOT_DEVICE int block_z() { return __builtin_amdgcn_workgroup_id_z(); }
+// v, hidden from the optimizer (an empty asm it cannot see through): what is
+// computed from it inside a loop is computed there, not hoisted out and held in
+// registers across the loop (the balanced merge's loop over sequences).
+// opaque_uniform: for a value the same across the wave (kept in an SGPR).
+INGOT_DEVICE int opaque(int v) {
+  asm volatile("" : "+v"(v));
+  return v;
+}
+INGOT_DEVICE int opaque_uniform(int v) {
+  asm volatile("" : "+s"(v));
+  return v;
+}
+// Workgroups along z: the grid's work-items along z (every launch's workgroup is 1 deep in z).
+INGOT_DEVICE int grid_z() { return (int)__builtin_amdgcn_grid_size_z(); }
 INGOT_DEVICE float shfl_xor(float v, int mask) {
   int lane = __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
   return __builtin_bit_cast(float,
@@ -302,6 +316,12 @@ INGOT_DEVICE unsigned sm_id() {
 INGOT_DEVICE int grid_x() { return gridDim.x; }
 INGOT_DEVICE int grid_y() { return gridDim.y; }
 INGOT_DEVICE int grid_z() { return gridDim.z; }
+// v, hidden from the optimizer (see the AMD side).
+INGOT_DEVICE int opaque(int v) {
+  asm volatile("" : "+r"(v));
+  return v;
+}
+INGOT_DEVICE int opaque_uniform(int v) { return opaque(v); }
 template <int DT>
 INGOT_DEVICE void mma16816(float (&c)[4], const u32 (&a)[4], u32 b0, u32 b1) {
   if (DT == 0) {

@@ -22,7 +22,8 @@
  * least half a share, a quarter, an eighth, less), then along the batch. A
  * long piece then starts in the first round of workgroups, not behind many
  * short ones. Sequence b's pieces have the consecutive slots first_b ..
- * first_b + k_b - 1; the merge reads (first_b, k_b) from the workspace. */
+ * first_b + k_b - 1. The merge finds the sequences it has to write (cut into
+ * several pieces, or empty) in a list the split writes (ingot_ad_bal_entry). */
 #ifndef INGOT_ATTENTION_DECODE_BALANCE_H
 #define INGOT_ATTENTION_DECODE_BALANCE_H
 
@@ -63,23 +64,6 @@
 INGOT_AD_BAL_FN long long ingot_ad_bal_tiles(int len, int capacity, int tile) {
   const int l = len < 0 ? 0 : (len > capacity ? capacity : len);
   return (long long)((l + (tile - 1)) / tile);
-}
-
-/* floor(x / d) for 0 <= x < 2^63 and 1 <= d <= 65535, exactly, in four
- * 32-bit divisions of 16-bit digits: a 64-bit division is a called
- * subroutine on NVIDIA (a function of its own in the code object). */
-INGOT_AD_BAL_FN long long ingot_ad_bal_div_small(long long x, long long d) {
-  const unsigned long long u = (unsigned long long)x;
-  const unsigned dd = (unsigned)d;
-  unsigned long long q = 0;
-  unsigned r = 0;
-  for (int i = 3; i >= 0; --i) {
-    const unsigned cur = (r << 16) | (unsigned)((u >> (16 * i)) & 0xffffu); /* r < d <= 2^16 - 1 */
-    const unsigned qd = cur / dd;
-    r = cur - qd * dd;
-    q = (q << 16) | qd;
-  }
-  return (long long)q;
 }
 
 /* The clamped length itself. */
@@ -135,10 +119,15 @@ INGOT_AD_BAL_FN long long ingot_ad_bal_pieces(long long n, long long total, long
 }
 
 /* Tiles [*lo, *hi) of a sequence (from its first tile) of piece i of its k,
- * the n tiles dealt out evenly: [floor(i n / k), floor((i + 1) n / k)). */
+ * the n tiles dealt out evenly: [floor(i n / k), floor((i + 1) n / k)).
+ * n < 2^31 (a clamped length's tiles) and 0 <= i < k <= 256, so with
+ * n = q k + r, floor(i n / k) = i q + floor(i r / k) (i r < 2^16): 32-bit
+ * divisions only (a 64-bit one is a called subroutine on NVIDIA, and each
+ * division is on the path of every workgroup's scan). */
 INGOT_AD_BAL_FN void ingot_ad_bal_span(long long i, long long k, long long n, long long *lo, long long *hi) {
-  *lo = ingot_ad_bal_div_small(i * n, k);
-  *hi = ingot_ad_bal_div_small((i + 1) * n, k);
+  const unsigned kk = (unsigned)k, q = (unsigned)n / kk, r = (unsigned)n - q * kk, ii = (unsigned)i;
+  *lo = (long long)ii * q + (long long)(ii * r / kk);
+  *hi = (long long)(ii + 1u) * q + (long long)((ii + 1u) * r / kk);
 }
 
 /* The size classes of the slot order (longest first): a sequence's pieces
@@ -146,7 +135,8 @@ INGOT_AD_BAL_FN void ingot_ad_bal_span(long long i, long long k, long long n, lo
  * a share, 1 a quarter, 2 an eighth, 3 less. */
 #define INGOT_AD_BAL_CLASSES 4
 INGOT_AD_BAL_FN int ingot_ad_bal_class(long long n, long long k, long long total, long long active) {
-  const long long piece = ingot_ad_bal_div_small(n + k - 1, k) * active; /* < 2^40 */
+  /* n < 2^31 and 1 <= k <= 256: ceil(n / k) in one 32-bit division; the product < 2^40 */
+  const long long piece = (long long)(((unsigned)n + (unsigned)k - 1u) / (unsigned)k) * active;
   return 2 * piece >= total ? 0 : 4 * piece >= total ? 1 : 8 * piece >= total ? 2 : 3;
 }
 
@@ -169,11 +159,39 @@ INGOT_AD_BAL_FN long long ingot_ad_bal_first(unsigned long long before, unsigned
   return first;
 }
 
-/* The merge's record of sequence b (workspace, int64): its first slot and its
- * piece count (0: empty, 1: held whole, written to O). */
-INGOT_AD_BAL_FN long long ingot_ad_bal_record(long long first, long long k) { return first << 16 | k; }
-INGOT_AD_BAL_FN long long ingot_ad_bal_record_first(long long r) { return r >> 16; }
-INGOT_AD_BAL_FN long long ingot_ad_bal_record_count(long long r) { return r & 0xffff; }
+/* The merge's list (workspace, int64, after the slots): [0] the count of the
+ * batch's sequences with other than one piece, then one entry per such
+ * sequence, in batch order: the sequence, its first slot and its piece count
+ * (0: empty, the merge writes O = 0 and LSE = -inf; 2 or more: the merge adds
+ * its pieces). A sequence held whole (one piece) was written to O by its split
+ * workgroup and is not listed, so a batch with nothing to merge lists nothing.
+ * first < 2^16 (slots <= INGOT_AD_BALANCED_MAX_UNITS + 4096), k <= 256. */
+INGOT_AD_BAL_FN long long ingot_ad_bal_entry(long long b, long long first, long long k) {
+  return b << 32 | first << 16 | k;
+}
+INGOT_AD_BAL_FN long long ingot_ad_bal_entry_seq(long long e) { return e >> 32; }
+INGOT_AD_BAL_FN long long ingot_ad_bal_entry_first(long long e) { return (e >> 16) & 0xffff; }
+INGOT_AD_BAL_FN long long ingot_ad_bal_entry_count(long long e) { return e & 0xffff; }
+/* int64 words of the list: the count and an entry per sequence. */
+INGOT_AD_BAL_FN long long ingot_ad_bal_list_words(long long batch) { return batch + 1; }
+
+/* The balanced merge's grid is (columns, Hkv, Z): workgroup z merges list
+ * entries z, z + Z, z + 2Z, ... in turn. Z is the least count that makes one
+ * round of INGOT_AD_BALANCED_MERGE_CU_BLOCKS merge workgroups per CU (the
+ * merges' registers leave room for 4 on gfx942 and sm_90), but at least
+ * ceil(B / INGOT_AD_BALANCED_MERGE_ENTRIES), so that no workgroup merges more
+ * than that many sequences, and at most B. A batch with nothing to merge
+ * then costs a round of workgroups that read the count and exit, not a
+ * workgroup per sequence. merge_x, Hkv, cus >= 1. */
+#define INGOT_AD_BALANCED_MERGE_CU_BLOCKS 4
+#define INGOT_AD_BALANCED_MERGE_ENTRIES 4
+INGOT_AD_BAL_FN long long ingot_ad_bal_merge_z(long long B, long long merge_x, long long Hkv, long long cus) {
+  const long long per = merge_x * Hkv;
+  const long long fill = (INGOT_AD_BALANCED_MERGE_CU_BLOCKS * cus + per - 1) / per;
+  const long long most = (B + INGOT_AD_BALANCED_MERGE_ENTRIES - 1) / INGOT_AD_BALANCED_MERGE_ENTRIES;
+  const long long z = fill > most ? fill : most;
+  return z < 1 ? 1 : z > B ? B : z;
+}
 
 /* A piece's token range: [*begin, *end) of a sequence of clamped length len,
  * for its tiles [lo, hi) (from the sequence's first tile): whole tiles from

@@ -44,6 +44,8 @@ static inline ingot_status ingot_dispatch_refuse(char *err, size_t err_size, con
 /* caps.balance: the rounds of resident workgroups a short batch's pieces fill,
  * at most this many (INGOT_BALANCE=N) */
 #define INGOT_BALANCE_MAX_ROUNDS 8
+/* caps.balance: the family decides (the runtime's default, INGOT_BALANCE unset) */
+#define INGOT_BALANCE_AUTO (-1)
 
 typedef struct ingot_device_caps {
   int wave_size;       /* 32 on NVIDIA, 64 on gfx942/gfx950 */
@@ -53,8 +55,9 @@ typedef struct ingot_device_caps {
                           from its registers and LDS; 0 when unknown */
   int balance;         /* 0: uniform segments only; N = 1..8: the plan may balance a batch over
                           its real lengths on the device (docs/design/balanced-split.md), its
-                          pieces filling at least N rounds of resident workgroups; the runtime
-                          sets it from INGOT_BALANCE=N (unset: 0) */
+                          pieces filling at least N rounds of resident workgroups;
+                          INGOT_BALANCE_AUTO: where the family finds it pays (one round); the
+                          runtime sets it from INGOT_BALANCE=N (unset: INGOT_BALANCE_AUTO) */
 } ingot_device_caps;
 
 /* The launch may begin while the previous grid in the stream (the plan's own,

@@ -61,17 +61,17 @@ static ingot_status plan_kernel(const ingot_context *ctx, const char *arch, ingo
   const ingot_code_object *obj = ingot_kernel_object(k, arch);
   const int waves = family->waves != NULL ? family->waves(k->meta.bytes) : 0;
   caps.blocks_per_cu = obj ? ingot_blocks_per_cu(arch, obj, waves, caps.wave_size) : 0;
-  /* Balanced batches (issue 23) only where the environment says INGOT_BALANCE=N (1..8: the rounds
-   * of resident workgroups a short batch's pieces fill) when the plan is made: on the H200 they
-   * cost uniform batches 3-38% while they save ragged ones up to 4x (docs/PERFORMANCE.md, Ragged
-   * batches). */
+  /* Balanced batches (issue 23): unless the environment says otherwise when the plan is made, the
+   * family balances where that pays (INGOT_BALANCE_AUTO; the attention decode plan:
+   * docs/design/balanced-split.md); INGOT_BALANCE=0 keeps the uniform segments, N = 1..8 balances
+   * every batch it can, its pieces filling N rounds of resident workgroups. */
   const char *balance = getenv("INGOT_BALANCE");
-  caps.balance = 0;
+  caps.balance = INGOT_BALANCE_AUTO;
   if (balance != NULL && balance[0] != '\0') {
     if (balance[1] != '\0' || balance[0] < '0' || balance[0] > '0' + INGOT_BALANCE_MAX_ROUNDS) {
-      ingot_format(err, n, "kernel %s: INGOT_BALANCE=\"%.16s\" (allowed: 0 or unset, uniform segments; 1..%d, balanced "
-                   "over the real lengths, filling that many rounds of workgroups)", k->name, balance,
-                   INGOT_BALANCE_MAX_ROUNDS);
+      ingot_format(err, n, "kernel %s: INGOT_BALANCE=\"%.16s\" (allowed: unset, balanced where it pays; 0, uniform "
+                   "segments; 1..%d, balanced over the real lengths, filling that many rounds of workgroups)",
+                   k->name, balance, INGOT_BALANCE_MAX_ROUNDS);
       return INGOT_INVALID_ARGUMENT;
     }
     caps.balance = balance[0] - '0';

@@ -312,9 +312,10 @@ static inline int fz_graph_flags(const ingot_attention_graph *g) {
  * KV head and row block (at most max_splits when that is below the merge's
  * 256, since the device caps one sequence's pieces at 256 only), split grid ((units + B - 1) x
  * Hkv x row blocks, 1, 1): a workgroup per slot), the merge
- * grid of `units` segments, both programmatic, the batch in flags, and the
- * workspace of the layout (per KV head (units + B) slots of rows_total x
- * (D + 1) floats, lse padded to 4, then B int64 records). */
+ * grid (the columns of `units` segments, Hkv, Z: ingot_ad_bal_merge_z), both
+ * programmatic, the batch in flags, and the workspace of the layout (per KV
+ * head (units + B) slots of rows_total x (D + 1) floats, lse padded to 4, then
+ * the merge's list: B + 1 int64). */
 static inline void fz_check_balanced(const ingot_ad_kernel_meta *m, const ingot_attention_graph *g,
                               const ingot_device_caps *caps, const ingot_dispatch_plan *p) {
   const ingot_ad_params *P = ingot_ad_params_in(p);
@@ -350,11 +351,12 @@ static inline void fz_check_balanced(const ingot_ad_kernel_meta *m, const ingot_
                               ? (rows_total * (fz_u128)(D / 4) + merge_threads - 1) / merge_threads
                               : rows_total * (fz_u128)(D / INGOT_AD_MERGE_COLS(D));
   FZ_REQUIRE(merge->entry == INGOT_AD_ENTRY_BALANCED_MERGE && merge->grid[0] == merge_x && merge->grid[0] <= INT32_MAX &&
-                 (int64_t)merge->grid[1] == Hkv && (int64_t)merge->grid[2] == B && merge->block[0] == merge_threads &&
+                 (int64_t)merge->grid[1] == Hkv && merge->grid[2] >= 1 && (int64_t)merge->grid[2] <= B &&
+                 (int64_t)merge->grid[2] * INGOT_AD_BALANCED_MERGE_ENTRIES >= B && merge->block[0] == merge_threads &&
                  merge->flags == INGOT_LAUNCH_PROGRAMMATIC,
              "balanced merge grid (%u, %u, %u)", merge->grid[0], merge->grid[1], merge->grid[2]);
   const fz_u128 slots = (fz_u128)(uint64_t)p->num_splits + (uint64_t)B, lse_n = rows_total * slots;
-  const fz_u128 ws = ((lse_n + 3) / 4 * 4 + lse_n * (uint64_t)D) * (uint64_t)Hkv * 4u + (uint64_t)B * 8u;
+  const fz_u128 ws = ((lse_n + 3) / 4 * 4 + lse_n * (uint64_t)D) * (uint64_t)Hkv * 4u + (uint64_t)(B + 1) * 8u;
   FZ_REQUIRE((fz_u128)p->workspace_bytes == ws, "balanced workspace %llu, expected %.0f",
              (unsigned long long)p->workspace_bytes, (double)ws);
   FZ_REQUIRE(P->capacity == g->capacity && P->sq == Sq && P->num_kv_heads == Hkv, "scalars");

@@ -31,11 +31,11 @@ static int g_quick = 0; /* INGOT_RAGGED_QUICK */
 
 /* The balanced workspace (runtime/src/families/attention_decode/ingot_attention_decode_plan.h,
  * ingot_ad_balanced_workspace): per KV head (units + B) slots of rows_total
- * rows, lse padded to 4 floats then D floats each, then B int64 records. */
+ * rows, lse padded to 4 floats then D floats each, then the merge's list (B + 1 int64). */
 static size_t balanced_ws(const dh_case *c, const dh_kernel *k, int units) {
   const size_t rows = (size_t)k->group * (size_t)k->max_sq, slots = (size_t)units + (size_t)c->s.batch;
   const size_t per = (rows * slots + 3) / 4 * 4 + rows * slots * (size_t)c->s.head_dim;
-  return per * (size_t)c->s.num_kv_heads * 4 + (size_t)c->s.batch * 8;
+  return per * (size_t)c->s.num_kv_heads * 4 + ((size_t)c->s.batch + 1) * 8;
 }
 
 /* Is the case's plan balanced? (a failure is counted by the caller) */

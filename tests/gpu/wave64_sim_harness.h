@@ -253,11 +253,11 @@ int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *
   g.scale = 1.0f / std::sqrt((float)D);
 
   // The launches and kernargs as the dispatch stub makes them. Balanced: per KV
-  // head a block of units + B slots, then the B records (first slot, pieces) as int64.
+  // head a block of units + B slots, then the merge's list (its count, an entry per sequence) as int64.
   const bool balanced = fill > 0;
   const long long slots_per = balanced ? ingot_ad_bal_slots(splits, B) : splits;
   const long long per = ((long long)rows_total * slots_per + 3) / 4 * 4 + (long long)rows_total * slots_per * D;
-  const size_t ws_floats = balanced ? (size_t)(Hkv * per + 2 * B) : splits > 1 ? (size_t)(B * Hkv * per) : 1;
+  const size_t ws_floats = balanced ? (size_t)(Hkv * per + 2 * ingot_ad_bal_list_words(B)) : splits > 1 ? (size_t)(B * Hkv * per) : 1;
   std::vector<float> ws(ws_floats);
   std::memset(ws.data(), 0xFF, ws.size() * 4);
   std::memset(o.data(), 0xFF, o.size() * 2);
@@ -300,7 +300,10 @@ int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *
     const int rows = rows_total;
     const int mx = splits <= INGOT_AD_COMPACT_MERGE_SPLITS ? (rows * (D / 4) + T::kMergeThreads - 1) / T::kMergeThreads
                                                            : rows * (D / T::kMergeCols);
-    const int mgrid[3] = {mx, Hkv, B};
+    // balanced: the depth the plan gives a one-CU device, so that each merge workgroup
+    // takes several sequences of the list in turn
+    const int mz = balanced ? (int)ingot_ad_bal_merge_z(B, mx, Hkv, 1) : B;
+    const int mgrid[3] = {mx, Hkv, mz};
     pool.launch(mgrid, T::kMergeThreads, merge);
   }
   if (ingot_reference_decode(&g, q.data(), k.data(), v.data(), lens, ptp, ref_o.data(), ref_lse.data()) != 0) {

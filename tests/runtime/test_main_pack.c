@@ -509,11 +509,11 @@ int main(int argc, char **argv) {
       CHECK(ingot_plan_launch_count(plan) == (splits > 1 || balanced ? 2 : 1));
       split_plans += splits > 1;
       /* workspace: per (b, hkv) round_up(rows*splits, 4) + rows*splits*D floats; balanced:
-       * per hkv (splits + b) slots of those, then b int64 records */
+       * per hkv (splits + b) slots of those, then the merge's list: b + 1 int64 */
       const uint64_t rows = (uint64_t)group * (uint64_t)sq, per = rows * (uint64_t)splits;
       const uint64_t slots = rows * ((uint64_t)splits + (uint64_t)b);
       const uint64_t want_ws =
-          balanced ? (uint64_t)h[1] * ((slots + 3) / 4 * 4 + slots * (uint64_t)d) * 4 + (uint64_t)b * 8
+          balanced ? (uint64_t)h[1] * ((slots + 3) / 4 * 4 + slots * (uint64_t)d) * 4 + ((uint64_t)b + 1) * 8
           : splits > 1 ? (uint64_t)b * (uint64_t)h[1] * ((per + 3) / 4 * 4 + per * (uint64_t)d) * 4 : 0;
       CHECK(ingot_plan_workspace_size(plan) == want_ws);
       ingot_plan_destroy(plan);

@@ -74,7 +74,7 @@ static void check_plans(void) {
       {INGOT_DTYPE_BF16, 128, 4, 1, 4, 2, 16, 7, 0, 0, 0},   /* max_splits 7 caps the units */
       {INGOT_DTYPE_BF16, 64, 64, 1, 64, 8, 32, 256, 1, 1, 1}, /* row_waves: 64 rows, a tile of 32 */
   };
-  int balanced = 0, uniform = 0, capped = 0;
+  int balanced = 0, uniform = 0, capped = 0, merge_shallow = 0;
   for (int it = 0; it < 300; ++it) {
     const ingot_ad_kernel_meta *m = &kernels[rnd_range(0, 5)];
     const int pick = (int)rnd_range(0, 9);
@@ -122,7 +122,17 @@ static void check_plans(void) {
                                  ? (uint32_t)((rows_total * (m->head_dim / 4) + merge_threads - 1) / merge_threads)
                                  : (uint32_t)(rows_total * (m->head_dim / 32));
     CHECK(p.launches[1].entry == INGOT_AD_ENTRY_BALANCED_MERGE && p.launches[1].grid[0] == merge_x && p.launches[1].grid[1] == (uint32_t)Hkv &&
-          p.launches[1].grid[2] == (uint32_t)B && p.launches[1].block[0] == merge_threads);
+          p.launches[1].block[0] == merge_threads);
+    /* the merge grid's depth Z: in 1..B, at most INGOT_AD_BALANCED_MERGE_ENTRIES sequences per
+     * workgroup, and the least such count that makes a round of merge workgroups on the 132 CUs
+     * (a workgroup less would leave one short) */
+    {
+      const int64_t Z = p.launches[1].grid[2], per = (int64_t)merge_x * Hkv;
+      const int64_t round = (int64_t)INGOT_AD_BALANCED_MERGE_CU_BLOCKS * 132;
+      CHECK(Z >= 1 && Z <= B && Z * INGOT_AD_BALANCED_MERGE_ENTRIES >= B);
+      CHECK(Z == B || Z == 1 || (Z - 1) * per < round || (Z - 1) * INGOT_AD_BALANCED_MERGE_ENTRIES < B);
+      merge_shallow += Z < B;
+    }
     CHECK(ingot_ad_params_in(&p)->capacity == ingot_ad_params_in(&u)->capacity && ingot_ad_params_in(&p)->sq == ingot_ad_params_in(&u)->sq && ingot_ad_params_in(&p)->num_kv_heads == ingot_ad_params_in(&u)->num_kv_heads && ingot_ad_params_in(&p)->page_size == ingot_ad_params_in(&u)->page_size);
     /* the schedule on this plan, with fresh lengths */
     fill_lengths(g_lens, B, (int)capacity, (int)rnd_range(0, 5));
@@ -134,8 +144,9 @@ static void check_plans(void) {
                      p.num_splits, why);
     CHECK(why == NULL);
   }
-  printf("  plans: %d balanced (%d with the unit cap), %d uniform\n", balanced, capped, uniform);
-  CHECK(balanced > 50 && uniform > 20 && capped > 0);
+  printf("  plans: %d balanced (%d with the unit cap, %d with a merge grid shallower than the batch), %d uniform\n",
+         balanced, capped, merge_shallow, uniform);
+  CHECK(balanced > 50 && uniform > 20 && capped > 0 && merge_shallow > 20);
 }
 
 /* The schedule alone, over random vectors and the extreme ones. */
@@ -221,8 +232,8 @@ static void check_schedules(void) {
 
 /* The workspace bound: exact, and 0 (the plan's refusal) when a product overflows. */
 static void check_workspace(void) {
-  CHECK(ingot_ad_balanced_workspace(2, 1, 4, 128, 2) == (uint64_t)((16 + 16 * 128) * 4 + 2 * 8));
-  CHECK(ingot_ad_balanced_workspace(32, 8, 4, 128, 32) == (uint64_t)((256 + 256 * 128) * 8 * 4 + 32 * 8));
+  CHECK(ingot_ad_balanced_workspace(2, 1, 4, 128, 2) == (uint64_t)((16 + 16 * 128) * 4 + (2 + 1) * 8)); /* the list: its count and 2 entries */
+  CHECK(ingot_ad_balanced_workspace(32, 8, 4, 128, 32) == (uint64_t)((256 + 256 * 128) * 8 * 4 + (32 + 1) * 8));
   CHECK(ingot_ad_balanced_workspace(4096, 65535, 1 << 20, 1 << 20, 256) == 0);
   CHECK(ingot_ad_balanced_workspace(4096, 65535, (int64_t)1 << 40, 128, 256) == 0);
 }

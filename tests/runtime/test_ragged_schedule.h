@@ -9,9 +9,10 @@
  * number at most active + B - 1 (the split grid has units + B - 1 slots);
  * slots are unique, longest size class first, along the batch within a class,
  * a sequence's pieces consecutive; the device's packed one-scan slot
- * arithmetic gives the same first slots; the merge's record finds exactly the
- * pieces that wrote a partial and skips exactly the sequences held whole; the
- * workspace holds every slot and the records. Shared by test_ragged_balance
+ * arithmetic gives the same first slots; the merge's list (the split's third
+ * scan) names, in batch order, exactly the sequences with no piece or several
+ * (none held whole), each with the slots of the pieces that wrote a partial; the
+ * workspace holds every slot and the list. Shared by test_ragged_balance
  * and the planning fuzzer. */
 #ifndef INGOT_TEST_RAGGED_SCHEDULE_H
 #define INGOT_TEST_RAGGED_SCHEDULE_H
@@ -99,10 +100,21 @@ static inline const char *rs_check(const int32_t *lens, int B, int capacity, int
     if (f != first[b]) RS_FAIL("sequence %d (class %d): the packed scan gives slot %lld, want %lld", b, cls[b], f,
                                first[b]);
     before += ingot_ad_bal_pack(k[b], cls[b]);
-    const long long r = ingot_ad_bal_record(f, k[b]);
-    if (ingot_ad_bal_record_first(r) != f || ingot_ad_bal_record_count(r) != k[b])
-      RS_FAIL("sequence %d: the merge's record (%lld, %lld) reads back wrong", b, f, k[b]);
   }
+  /* the merge's list: entry e, as the split's writer numbers it (the count of listed
+   * sequences before), names sequence b, its first slot and its pieces */
+  long long listed = 0;
+  for (int b = 0; b < B; ++b) {
+    if (k[b] == 1) continue;
+    const long long f = k[b] > 0 ? first[b] : 0;
+    const long long e = ingot_ad_bal_entry(b, f, k[b]);
+    if (ingot_ad_bal_entry_seq(e) != b || ingot_ad_bal_entry_first(e) != f || ingot_ad_bal_entry_count(e) != k[b])
+      RS_FAIL("sequence %d: the merge's list entry (%lld, %lld) reads back as (%lld, %lld, %lld)", b, f, k[b],
+              ingot_ad_bal_entry_seq(e), ingot_ad_bal_entry_first(e), ingot_ad_bal_entry_count(e));
+    ++listed;
+  }
+  if (listed > B || ingot_ad_bal_list_words(B) != B + 1)
+    RS_FAIL("%lld sequences listed for the merge of a batch of %d", listed, B);
 
   /* each sequence's pieces, as workgroups first[b] .. first[b] + k[b] - 1 find them */
   for (int b = 0; b < B; ++b) {
@@ -147,12 +159,12 @@ static inline const char *rs_check(const int32_t *lens, int B, int capacity, int
       c = cls[owner[s]];
     }
   }
-  /* the workspace: every slot of every head and row, then the records */
+  /* the workspace: every slot of every head and row, then the merge's list */
   if (ws_bytes != 0) {
     const long long S = ingot_ad_bal_slots(units, B);
     const unsigned long long per = ((unsigned long long)rows_total * (unsigned long long)S + 3) / 4 * 4 +
                                    (unsigned long long)rows_total * (unsigned long long)S * (unsigned long long)D;
-    const unsigned long long need = per * (unsigned long long)Hkv * 4u + (unsigned long long)B * 8u;
+    const unsigned long long need = per * (unsigned long long)Hkv * 4u + (unsigned long long)(B + 1) * 8u;
     if (S < pieces || ws_bytes != need) RS_FAIL("workspace %llu bytes, the layout needs %llu", ws_bytes, need);
   }
   if (pieces_out) *pieces_out = pieces;

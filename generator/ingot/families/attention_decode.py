@@ -342,8 +342,9 @@ class Instance:
 
     def balanced_lds_bytes(self):
         """Static LDS the balanced split adds beside the split's (BalanceShared,
-        ingot_ad_balanced.h: a 64-bit total per wave, the piece, a flag), in 16-byte units."""
-        return (8 * self.waves + 24 + 15) // 16 * 16
+        ingot_ad_balanced.h: per wave two 64-bit totals and a 32-bit count, the piece of
+        20 bytes, a flag), in 16-byte units."""
+        return (20 * self.waves + 24 + 15) // 16 * 16
 
     def dynamic_lds(self, arch):
         """Bytes of dynamic LDS the split kernel is launched with: its ring, where

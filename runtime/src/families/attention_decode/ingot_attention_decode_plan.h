@@ -188,15 +188,28 @@ static inline void ingot_ad_plan_scalars(const ingot_attention_graph *g, int pag
   out->group = (int32_t)group;
 }
 
+/* INGOT_BALANCE_AUTO (the runtime's default): which batches the plan balances
+ * (in one round) unasked. None yet: the balanced plan stays opt-in until the
+ * H200 shows where it pays. */
+static inline int ingot_ad_balance_auto(int64_t B) {
+  (void)B;
+  return 0;
+}
+
+/* The device's CUs (SMs), or an H100's 132 when the caps do not say. */
+static inline int64_t ingot_ad_cus(const ingot_device_caps *caps) {
+  return caps->compute_units > 0 ? caps->compute_units : 132;
+}
+
 /* Bytes of a balanced plan's workspace (templates/ingot_ad_addressing.h,
- * balanced_record_offset): per KV head lse [rows_total x slots] padded to 4
- * floats, then O [rows_total x slots x D] (slots = units + B); then each
- * sequence's record (its first slot and piece count), int64. 0 when a product
+ * balanced_list_offset): per KV head lse [rows_total x slots] padded to 4
+ * floats, then O [rows_total x slots x D] (slots = units + B); then the merge's
+ * list (its count and an entry per sequence), int64. 0 when a product
  * overflows 64 bits. */
 static inline uint64_t ingot_ad_balanced_workspace(int64_t B, int64_t Hkv, int64_t rows_total, int64_t D,
                                                    int64_t units) {
   uint64_t lse_n = 0, o_n = 0, per = 0, all = 0, bytes = 0;
-  const uint64_t slots = (uint64_t)units + (uint64_t)B, prefix = (uint64_t)B * 8u;
+  const uint64_t slots = (uint64_t)units + (uint64_t)B, prefix = (uint64_t)ingot_ad_bal_list_words(B) * 8u;
   if (ingot_ad_mul((uint64_t)rows_total, slots, &lse_n) || ingot_ad_mul(lse_n, (uint64_t)D, &o_n) ||
       __builtin_add_overflow((lse_n + 3) / 4 * 4, o_n, &per) || ingot_ad_mul(per, (uint64_t)Hkv, &all) ||
       ingot_ad_mul(all, 4u, &bytes) || __builtin_add_overflow(bytes, prefix, &bytes))
@@ -207,9 +220,10 @@ static inline uint64_t ingot_ad_balanced_workspace(int64_t B, int64_t Hkv, int64
 /* The balanced plan (units per KV head and row block; docs/INTERNALS.md
  * "Balanced split"): split grid ((units + B - 1) x Hkv x row_blocks, 1, 1), a
  * workgroup per slot (the pieces number at most units + B - 1), the batch in
- * flags; the merge grid of the uniform plan with `units` segments (at most
- * units pieces per sequence), always launched: it writes the sequences cut
- * into several pieces and the empty ones. */
+ * flags; the merge grid (columns of the uniform plan's merge with `units`
+ * segments, Hkv, Z), Z from ingot_ad_bal_merge_z, always launched: it writes
+ * the sequences cut into several pieces and the empty ones, which the split
+ * lists. */
 static inline ingot_status ingot_ad_plan_balanced(const ingot_ad_kernel_meta *m, const ingot_attention_graph *g,
                                                   const ingot_device_caps *caps, int64_t B, int64_t Hkv,
                                                   int64_t Sq, int64_t D, int64_t group, int64_t rows_total,
@@ -230,7 +244,9 @@ static inline ingot_status ingot_ad_plan_balanced(const ingot_ad_kernel_meta *m,
   out->launches[0] = (ingot_launch){INGOT_AD_ENTRY_BALANCED_SPLIT,
                                     {(uint32_t)((units + B - 1) * Hkv * row_blocks), 1, 1}, {threads, 1, 1}, 0,
                                     INGOT_LAUNCH_PROGRAMMATIC};
-  out->launches[1] = (ingot_launch){INGOT_AD_ENTRY_BALANCED_MERGE, {merge_x, (uint32_t)Hkv, (uint32_t)B},
+  const int64_t cus = ingot_ad_cus(caps);
+  const int64_t merge_z = ingot_ad_bal_merge_z(B, merge_x, Hkv, cus);
+  out->launches[1] = (ingot_launch){INGOT_AD_ENTRY_BALANCED_MERGE, {merge_x, (uint32_t)Hkv, (uint32_t)merge_z},
                                     {merge_threads, 1, 1}, 0,
                                     INGOT_LAUNCH_PROGRAMMATIC};
   ingot_ad_plan_scalars(g, paged, page_size, Sq, Hkv, group, out);
@@ -315,7 +331,7 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
    * last wave would leave CUs idle while it runs. One wave, unless a segment
    * would then cover more than max_tiles_per_split tiles of the capacity; then
    * the time model below may add segments to fill a nearly empty last round. */
-  const int64_t cus = caps->compute_units > 0 ? caps->compute_units : 132;
+  const int64_t cus = ingot_ad_cus(caps);
   const int64_t resident = cus * (caps->blocks_per_cu > 0 ? caps->blocks_per_cu : pol->ctas_per_cu);
   /* Grids within the device limits (x < 2^31; y, z <= 65535, checked above for
    * B and Hkv): bounded before the products are formed. */
@@ -376,7 +392,8 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
    * modelled time is the uniform plan's: the model knows only the capacity,
    * and kernels of one rank compare as before. */
   int64_t units = 0;
-  const int64_t rounds = caps->balance < INGOT_BALANCE_MAX_ROUNDS ? caps->balance : INGOT_BALANCE_MAX_ROUNDS;
+  int64_t rounds = caps->balance < INGOT_BALANCE_MAX_ROUNDS ? caps->balance : INGOT_BALANCE_MAX_ROUNDS;
+  if (caps->balance == INGOT_BALANCE_AUTO) rounds = ingot_ad_balance_auto(B) ? 1 : 0;
   if (rounds > 0 && B > 1 && B <= INGOT_AD_BALANCED_MAX_BATCH) {
     /* the device caps one sequence's pieces at INGOT_AD_MAX_SPLITS; a kernel or
      * policy with a lower limit keeps every sequence within it by the units */
