@@ -322,7 +322,8 @@ static inline void fz_check_balanced(const ingot_ad_kernel_meta *m, const ingot_
   const int64_t B = g->q.dims[0], Hq = g->q.dims[1], Sq = g->q.dims[2], D = g->q.dims[3], Hkv = g->k.dims[2];
   FZ_REQUIRE(Hq % Hkv == 0 && P->group == Hq / Hkv, "Hq %lld Hkv %lld plan group %d", (long long)Hq,
              (long long)Hkv, P->group);
-  FZ_REQUIRE(caps->balance > 0 && B >= 2 && B <= INGOT_AD_BALANCED_MAX_BATCH, "balanced plan of B %lld (balance %d)",
+  FZ_REQUIRE((caps->balance > 0 || caps->balance == INGOT_BALANCE_AUTO) && B >= 2 && B <= INGOT_AD_BALANCED_MAX_BATCH,
+             "balanced plan of B %lld (balance %d)",
              (long long)B, caps->balance);
   FZ_REQUIRE(D == m->head_dim && Sq >= 1 && Sq <= m->max_sq && Hkv >= 1, "shape");
   const int base = fz_graph_flags(g);

@@ -44,7 +44,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (c & 1) caps.wave_size = (c & 2) ? 32 : fz_int(&r);
   if (c & 4) caps.compute_units = fz_int(&r);
   if (c & 16) caps.blocks_per_cu = fz_int(&r); /* resident workgroups per CU: any int */
-  caps.balance = (c & 32) ? ((c & 64) ? fz_int(&r) : 1) : 0; /* rounds: any int, <= 0 off */
+  /* rounds: any int (<= 0 off, INGOT_BALANCE_AUTO the plan's choice), 1, or the default */
+  caps.balance = (c & 32) ? ((c & 64) ? fz_int(&r) : 1) : INGOT_BALANCE_AUTO;
   ingot_attention_graph g;
   fz_decode_graph(&r, &g);
   if ((c & 8) && g.q.rank == 4) { /* make the metadata agree with the graph, to get past the checks */

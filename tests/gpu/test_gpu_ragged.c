@@ -12,7 +12,9 @@
  *  - one execute captured in a CUDA graph and replayed with new lengths (the
  *    huge sequence moving), every replay against the reference, the last
  *    against a direct execute bit for bit;
- *  - the same batch planned uniform (INGOT_BALANCE=0) matches the reference too.
+ *  - the same batch planned uniform (INGOT_BALANCE=0) matches the reference too;
+ *  - every kernel of the pack, on a graph that chooses it, through its balanced plan
+ *    (lengths of every kind, twice each).
  * INGOT_RAGGED_QUICK=1 (for compute-sanitizer runs): one contiguous and one
  * paged case, 4 graph replays. Usage: <binary> [pack_dir] */
 #define _POSIX_C_SOURCE 200809L /* setenv */
@@ -155,6 +157,54 @@ static int ragged_case(dh_session *s, const dh_kernel *k, const dh_kernel *kc, i
   free(lens);
   if (have_cc) dh_case_destroy(&cc);
   dh_case_destroy(&c);
+  return failures;
+}
+
+/* Every kernel of the pack for this arch through its balanced plan once (the default balances
+ * the batches whose uniform plan has one segment per sequence, with whatever kernel the match
+ * picks): a graph on which the kernel is chosen (the first of test_gpu_variants' batches and
+ * capacities), lengths of every kind, each against the reference and bitwise twice. A kernel no
+ * graph chooses (test_gpu_variants reports those) or whose plan is not balanced is counted, not
+ * failed; none run fails. */
+static int every_kernel(dh_session *s, uint64_t seed) {
+  int failures = 0, ran = 0, unchosen = 0, uniform = 0;
+  for (int i = 0; i < s->num_kernels; ++i) {
+    const dh_kernel *k = &s->kernels[i];
+    if (!k->has_arch) continue;
+    dh_case c;
+    char why[4096], d[160];
+    if (dh_case_for_kernel(&c, s->ctx, k, INGOT_MASK_CAUSAL, 0, k->max_sq, seed + (uint64_t)i, DH_TAIL_POISON, why,
+                           sizeof why) != 0) {
+      fprintf(stderr, "FAIL: kernel %s: %s\n", k->name, why);
+      failures++;
+      continue;
+    }
+    if (strcmp(ingot_plan_kernel_name(c.plan), k->name) != 0) {
+      unchosen++;
+    } else if (!is_balanced(s, &c)) {
+      uniform++;
+    } else {
+      g_balanced_plans++;
+      ran++;
+      int32_t *lens = malloc((size_t)c.s.batch * 4);
+      for (int kind = 0; kind < kKinds && lens != NULL; ++kind) {
+        fill(lens, c.s.batch, c.s.capacity, kind);
+        failures += run_twice(s, &c, lens, kKindName[kind]);
+      }
+      if (lens == NULL) failures++;
+      free(lens);
+      if (ran <= 3)
+        printf("  every kernel: %s: kernel %s, %d units\n", dh_describe(&c, d, sizeof d), k->name,
+               ingot_plan_num_splits(c.plan));
+    }
+    dh_case_destroy(&c);
+  }
+  printf("  every kernel: %d through the balanced plan, %d not chosen by any graph tried, %d planned uniform\n", ran,
+         unchosen, uniform);
+  if (ran == 0) {
+    fprintf(stderr, "FAIL: no kernel ran through the balanced plan\n");
+    failures++;
+  }
   return failures;
 }
 
@@ -308,6 +358,7 @@ int main(int argc, char **argv) {
   other += graph_replay(&sess, kc, 32, 2048, seed++);
   if (kp != NULL) other += graph_replay(&sess, kp, 32, 2048, seed++);
   other += uniform_twin(&sess, kc, 24, 2048, seed++);
+  other += every_kernel(&sess, seed);
   printf("%s: %d balanced plans, %d paged/contiguous bitwise comparisons\n", TEST_NAME, g_balanced_plans, bitwise);
   if (kp != NULL && bitwise == 0) {
     fprintf(stderr, "FAIL: no paged/contiguous pair could be compared bit for bit\n");

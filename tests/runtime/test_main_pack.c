@@ -384,23 +384,38 @@ int main(int argc, char **argv) {
   check_plan_capacity_bound();
   const char *archs[] = {"sm_90", "gfx942", "gfx950"};
   size_t kernels = 0;
-  int planned = 0, split_plans = 0, tensor_core = 0, balanced_plans = 0;
+  int planned = 0, split_plans = 0, tensor_core = 0, balanced_plans = 0, default_balanced = 0, default_uniform = 0;
   for (int a = 0; a < 3; ++a) {
     ingot_context *ctx = NULL;
     CHECK_STATUS(ingot_context_create_host(archs[a], &ctx), INGOT_OK);
     if (ctx == NULL) return test_finish("test_main_pack");
     CHECK_STATUS(ingot_context_open_pack(ctx, argv[1]), INGOT_OK);
     if (a == 0) kernels = ingot_context_kernel_count(ctx);
-    /* Balanced plans are opt-in (INGOT_BALANCE=1 when the plan is made, runtime/src/plan.c):
-     * without it a batch plans uniform segments; with it (the rest of this test) the balanced
-     * plans are checked too. */
+    /* INGOT_BALANCE unset (runtime/src/plan.c): a batch is balanced where its uniform plan
+     * (INGOT_BALANCE=0) has one segment per sequence, else it keeps the uniform segments;
+     * INGOT_BALANCE=1 (the rest of this test) balances every batch it can. */
     {
-      unsetenv("INGOT_BALANCE");
       ingot_attention_graph g = shaped_graph(INGOT_DTYPE_BF16, 32, 8, 128, 1, 16, 8192, 0, 16, 0, 0);
       ingot_plan *plan = NULL;
-      CHECK_STATUS(ingot_plan_create(ctx, &g, &plan), INGOT_OK);
-      if (plan) CHECK((ingot_ad_params_in(&plan->dispatch)->flags & INGOT_AD_FLAG_BALANCED) == 0);
-      ingot_plan_destroy(plan);
+      for (int bs = 0; bs < 2; ++bs) {
+        const ingot_attention_graph gb = shaped_graph(INGOT_DTYPE_BF16, 32, 8, 128, 1, bs ? 2 : 16, 8192, 0, 16, 0, 0);
+        setenv("INGOT_BALANCE", "0", 1);
+        plan = NULL;
+        CHECK_STATUS(ingot_plan_create(ctx, &gb, &plan), INGOT_OK);
+        const int uniform_splits = plan ? ingot_plan_num_splits(plan) : 0;
+        if (plan) CHECK((ingot_ad_params_in(&plan->dispatch)->flags & INGOT_AD_FLAG_BALANCED) == 0);
+        ingot_plan_destroy(plan);
+        unsetenv("INGOT_BALANCE");
+        plan = NULL;
+        CHECK_STATUS(ingot_plan_create(ctx, &gb, &plan), INGOT_OK);
+        if (plan) {
+          const int balanced = (ingot_ad_params_in(&plan->dispatch)->flags & INGOT_AD_FLAG_BALANCED) != 0;
+          CHECK(balanced == (uniform_splits == 1));
+          default_balanced += balanced;
+          default_uniform += !balanced;
+        }
+        ingot_plan_destroy(plan);
+      }
       /* INGOT_BALANCE=N: N rounds of resident workgroups; 2 rounds fill more units than 1
        * (B=32, 32/8 at 32K, balanced on all three archs); a value outside 0..8 is an error
        * that names it and what is allowed, and no plan */
@@ -545,8 +560,9 @@ int main(int argc, char **argv) {
     }
     ingot_context_destroy(ctx);
   }
-  printf("test_main_pack: %zu kernels, %d plans (%d split, %d balanced, %d tensor-core) on sm_90, gfx942, gfx950\n",
-         kernels, planned, split_plans, balanced_plans, tensor_core);
-  CHECK(balanced_plans > 0);
+  printf("test_main_pack: %zu kernels, %d plans (%d split, %d balanced, %d tensor-core) on sm_90, gfx942, gfx950; "
+         "by default %d balanced, %d on uniform segments\n",
+         kernels, planned, split_plans, balanced_plans, tensor_core, default_balanced, default_uniform);
+  CHECK(balanced_plans > 0 && default_balanced > 0 && default_uniform > 0);
   return test_finish("test_main_pack");
 }

@@ -6,8 +6,10 @@
  *    x the rounds of caps.balance,
  *    capped at 511, or the kernel's max_splits below 256), with the uniform plan's
  *    modelled time; B = 1, B past the maximum and
- *    caps.balance = 0 give the uniform plan, unchanged. Grids, flags and the
- *    workspace bound follow the layout.
+ *    caps.balance = 0 give the uniform plan, unchanged; INGOT_BALANCE_AUTO (the
+ *    default) gives the one-round balanced plan where the uniform plan has one
+ *    segment per sequence, else the uniform plan. Grids (the merge's depth Z
+ *    too), flags and the workspace bound follow the layout.
  *  - The schedule (test_ragged_schedule.h replays what the kernels compute) on
  *    fresh random length vectors: zeros, ones, odd lengths, the capacity and
  *    past it, negative ones, one huge among many tiny, log-uniform spreads,
@@ -74,7 +76,7 @@ static void check_plans(void) {
       {INGOT_DTYPE_BF16, 128, 4, 1, 4, 2, 16, 7, 0, 0, 0},   /* max_splits 7 caps the units */
       {INGOT_DTYPE_BF16, 64, 64, 1, 64, 8, 32, 256, 1, 1, 1}, /* row_waves: 64 rows, a tile of 32 */
   };
-  int balanced = 0, uniform = 0, capped = 0, merge_shallow = 0;
+  int balanced = 0, uniform = 0, capped = 0, merge_shallow = 0, auto_balanced = 0, auto_uniform = 0;
   for (int it = 0; it < 300; ++it) {
     const ingot_ad_kernel_meta *m = &kernels[rnd_range(0, 5)];
     const int pick = (int)rnd_range(0, 9);
@@ -91,6 +93,16 @@ static void check_plans(void) {
     CHECK_STATUS(plan_of(m, B, Hkv, capacity, paged, balance, blocks, &p, err, sizeof err), INGOT_OK);
     if (err[0]) fprintf(stderr, "B %d Hkv %d capacity %lld: %s\n", B, Hkv, (long long)capacity, err);
     CHECK(!(ingot_ad_params_in(&u)->flags & INGOT_AD_FLAG_BALANCED));
+    /* INGOT_BALANCE_AUTO (the default): the one-round balanced plan (INGOT_BALANCE=1) where the
+     * uniform plan has one segment per sequence, else the uniform plan, bit for bit */
+    {
+      ingot_dispatch_plan a, one;
+      CHECK_STATUS(plan_of(m, B, Hkv, capacity, paged, INGOT_BALANCE_AUTO, blocks, &a, err, sizeof err), INGOT_OK);
+      CHECK_STATUS(plan_of(m, B, Hkv, capacity, paged, 1, blocks, &one, err, sizeof err), INGOT_OK);
+      CHECK(memcmp(&a, u.num_splits == 1 ? &one : &u, sizeof a) == 0);
+      auto_balanced += (ingot_ad_params_in(&a)->flags & INGOT_AD_FLAG_BALANCED) != 0;
+      auto_uniform += u.num_splits > 1 && B > 1;
+    }
     const int64_t rows_total = (int64_t)m->group * m->max_sq, row_blocks = (rows_total + m->rows - 1) / m->rows;
     const int64_t want = (int64_t)u.num_splits * B * balance_rounds;
     /* past the merge's 256 up to 511, unless the kernel's max_splits is lower */
@@ -144,9 +156,10 @@ static void check_plans(void) {
                      p.num_splits, why);
     CHECK(why == NULL);
   }
-  printf("  plans: %d balanced (%d with the unit cap, %d with a merge grid shallower than the batch), %d uniform\n",
-         balanced, capped, merge_shallow, uniform);
-  CHECK(balanced > 50 && uniform > 20 && capped > 0 && merge_shallow > 20);
+  printf("  plans: %d balanced (%d with the unit cap, %d with a merge grid shallower than the batch), %d uniform; "
+         "by default %d balanced, %d batches kept on several segments each\n",
+         balanced, capped, merge_shallow, uniform, auto_balanced, auto_uniform);
+  CHECK(balanced > 50 && uniform > 20 && capped > 0 && merge_shallow > 20 && auto_balanced > 20 && auto_uniform > 20);
 }
 
 /* The schedule alone, over random vectors and the extreme ones. */

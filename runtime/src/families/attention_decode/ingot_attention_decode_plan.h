@@ -188,13 +188,18 @@ static inline void ingot_ad_plan_scalars(const ingot_attention_graph *g, int pag
   out->group = (int32_t)group;
 }
 
-/* INGOT_BALANCE_AUTO (the runtime's default): which batches the plan balances
- * (in one round) unasked. None yet: the balanced plan stays opt-in until the
- * H200 shows where it pays. */
-static inline int ingot_ad_balance_auto(int64_t B) {
-  (void)B;
-  return 0;
-}
+/* INGOT_BALANCE_AUTO (the runtime's default): the plan balances a batch, in
+ * one round, where its uniform segments are one per sequence (splits == 1:
+ * the sequences and heads alone fill the device). There a sequence's
+ * workgroups take as long as its length, so a ragged batch waits for its
+ * longest (1.7-5.7x a uniform batch of the same tokens on the H200), while
+ * balancing costs a uniform batch a scan of the lengths and a round of merge
+ * workgroups that find nothing to merge. Where the uniform plan already cuts
+ * every sequence into several segments (small batches, long capacities) the
+ * scan costs relatively more (B = 4 uniform: 1.22x balanced) and the segments
+ * absorb much of the skew, not all (B = 4 with one 32K among 1Ks: 1.40x, 1.17x
+ * balanced; docs/design/balanced-split.md, "The default"). */
+static inline int ingot_ad_balance_auto(int64_t splits) { return splits == 1; }
 
 /* The device's CUs (SMs), or an H100's 132 when the caps do not say. */
 static inline int64_t ingot_ad_cus(const ingot_device_caps *caps) {
@@ -393,7 +398,7 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
    * and kernels of one rank compare as before. */
   int64_t units = 0;
   int64_t rounds = caps->balance < INGOT_BALANCE_MAX_ROUNDS ? caps->balance : INGOT_BALANCE_MAX_ROUNDS;
-  if (caps->balance == INGOT_BALANCE_AUTO) rounds = ingot_ad_balance_auto(B) ? 1 : 0;
+  if (caps->balance == INGOT_BALANCE_AUTO) rounds = ingot_ad_balance_auto(splits) ? 1 : 0;
   if (rounds > 0 && B > 1 && B <= INGOT_AD_BALANCED_MAX_BATCH) {
     /* the device caps one sequence's pieces at INGOT_AD_MAX_SPLITS; a kernel or
      * policy with a lower limit keeps every sequence within it by the units */
