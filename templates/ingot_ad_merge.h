@@ -207,6 +207,15 @@ INGOT_DEVICE void merge_wide(const MergeSource &msrc, int tid, int bx, int hkv, 
   if constexpr (kBalanced) sync_block();  // sh.part and sh.lse2 read before the next sequence writes them
 }
 
+// One sequence's merge, compact or wide by the plan's segments (or units).
+template <class T, bool kBalanced>
+INGOT_DEVICE void merge_one(const MergeSource &src, int tid, int bx, int hkv, INGOT_AD_PARAMS) {
+  if (num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS)
+    merge_compact<T>(src, tid, bx, hkv, INGOT_AD_ARGS);
+  else
+    merge_wide<T, kBalanced>(src, tid, bx, hkv, INGOT_AD_ARGS);
+}
+
 // kBalanced: the balanced plan's merge (entry point `balanced_merge`, grid
 // (columns, Hkv, Z)): workgroup z merges the sequences of list entries z,
 // z + Z, ... (ingot_ad_bal_merge_z), the next entry's load in flight while it
@@ -223,13 +232,8 @@ INGOT_DEVICE void merge_path(INGOT_AD_PARAMS) {
   trace.stamp(kMergeWaited);
   launch_dependents();
   const int hkv = block_y();
-  const bool compact = num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS;
   if constexpr (!kBalanced) {
-    const MergeSource src = merge_source<T>(block_z(), hkv, INGOT_AD_ARGS);
-    if (compact)
-      merge_compact<T>(src, thread_id(), block_x(), hkv, INGOT_AD_ARGS);
-    else
-      merge_wide<T, false>(src, thread_id(), block_x(), hkv, INGOT_AD_ARGS);
+    merge_one<T, false>(merge_source<T>(block_z(), hkv, INGOT_AD_ARGS), thread_id(), block_x(), hkv, INGOT_AD_ARGS);
   } else {
     // The count and this workgroup's first entry load together (an entry past
     // the count is read, within the list's B, but not used), the next entry's
@@ -246,11 +250,7 @@ INGOT_DEVICE void merge_path(INGOT_AD_PARAMS) {
       const MergeSource src = merge_source_entry<T>(e, hkv, INGOT_AD_ARGS);
       // Opaque: what the merge computes from the thread and block is computed
       // per sequence, not held across the loop (which cost gfx942 a wave per SIMD).
-      const int tid = opaque(thread_id()), bx = opaque_uniform(block_x());
-      if (compact)
-        merge_compact<T>(src, tid, bx, hkv, INGOT_AD_ARGS);
-      else
-        merge_wide<T, true>(src, tid, bx, hkv, INGOT_AD_ARGS);
+      merge_one<T, true>(src, opaque(thread_id()), opaque_uniform(block_x()), hkv, INGOT_AD_ARGS);
       e = next;
     }
   }
