@@ -45,16 +45,6 @@ INGOT_DEVICE long long shfl_idx64(long long v, int src) {
   return (long long)(((unsigned long long)(unsigned)hi << 32) | (unsigned)lo);
 }
 
-// The inclusive prefix of v over the wave's lanes.
-INGOT_DEVICE int wave_scan32(int v, int lane) {
-#pragma unroll
-  for (int off = 1; off < kWaveSize; off <<= 1) {
-    const int up = shfl_idx(v, lane >= off ? lane - off : lane);
-    if (lane >= off) v += up;
-  }
-  return v;
-}
-
 // The inclusive prefix of v over the wave's lanes (64-bit sums).
 INGOT_DEVICE long long wave_scan64(long long v, int lane) {
 #pragma unroll
@@ -63,6 +53,24 @@ INGOT_DEVICE long long wave_scan64(long long v, int lane) {
     if (lane >= off) v += up;
   }
   return v;
+}
+
+// One sequence's share of the plan: its clamped length, tiles, piece count and
+// the pieces' size class (0 when it has none).
+struct SeqPieces {
+  int len;
+  long long n, k;
+  int cls;
+};
+
+template <class T>
+INGOT_DEVICE SeqPieces seq_pieces(int raw_len, int capacity, long long total, long long active) {
+  SeqPieces p;
+  p.len = ingot_ad_bal_clamp(raw_len, capacity);
+  p.n = ingot_ad_bal_tiles(p.len, capacity, T::kTile);
+  p.k = ingot_ad_bal_pieces(p.n, total, active);
+  p.cls = p.k > 0 ? ingot_ad_bal_class(p.n, p.k, total, active) : 0;
+  return p;
 }
 
 template <class T>
@@ -89,14 +97,17 @@ INGOT_DEVICE void decode_split_balanced(INGOT_AD_PARAMS) {
   for (int i = 0; i < T::kWaves; ++i) total += bal.wave_tiles[i];
   const long long active = ingot_ad_bal_active(total, units, ingot_ad_bal_fill(flags));
 
-  // Then the pieces, counted per size class (packed fields; no carries).
+  // Then the pieces, counted per size class (packed fields; no carries). The
+  // first sequence's pieces are kept for the third pass (the chunk's only one up
+  // to B = threads: no second division on the way to the piece).
   unsigned long long counts = 0;
   int listed = 0;  // sequences with other than one piece: the merge's list entries
+  SeqPieces first_seq{};
   for (int j = j0; j < j1; ++j) {
-    const long long n = ingot_ad_bal_tiles(j == j0 ? len0 : load_dep(seq_lens + j), capacity, T::kTile);
-    const long long k = ingot_ad_bal_pieces(n, total, active);
-    if (k > 0) counts += ingot_ad_bal_pack(k, ingot_ad_bal_class(n, k, total, active));
-    listed += k != 1;
+    const SeqPieces p = seq_pieces<T>(j == j0 ? len0 : load_dep(seq_lens + j), capacity, total, active);
+    if (j == j0) first_seq = p;
+    if (p.k > 0) counts += ingot_ad_bal_pack(p.k, p.cls);
+    listed += p.k != 1;
   }
   const unsigned long long incl = (unsigned long long)wave_scan64((long long)counts, lane);
   if (lane == kWaveSize - 1) bal.wave_pieces[wave] = incl;
@@ -107,14 +118,20 @@ INGOT_DEVICE void decode_split_balanced(INGOT_AD_PARAMS) {
     before += i < wave ? bal.wave_pieces[i] : 0;
     all += bal.wave_pieces[i];
   }
+  // A workgroup past the batch's pieces has nothing to run (uniform across it);
+  // workgroup 0 writes the merge's list whatever the batch.
+  const bool writer = block_x() == 0;
+  long long pieces = 0;
+#pragma unroll
+  for (int c = 0; c < INGOT_AD_BAL_CLASSES; ++c) pieces += ingot_ad_bal_field(all, c);
+  if (!writer && s >= pieces) return;
   // Workgroup 0 numbers the merge's list entries (a scan of its own: the
   // others skip it, uniformly) and writes their count.
   long long *list =
       reinterpret_cast<long long *>(workspace + balanced_list_offset<T>(num_kv_heads, units, group * sq, flags));
-  const bool writer = block_x() == 0;
   int entry = 0;  // the next list entry of this thread's sequences
   if (writer) {
-    const int listed_incl = wave_scan32(listed, lane);
+    const int listed_incl = (int)wave_scan64(listed, lane);
     if (lane == kWaveSize - 1) bal.wave_listed[wave] = listed_incl;
     sync_block();
     int count = 0;
@@ -127,29 +144,32 @@ INGOT_DEVICE void decode_split_balanced(INGOT_AD_PARAMS) {
     if (tid == 0) list[0] = count;
   }
   for (int j = j0; j < j1; ++j) {
-    const int len = ingot_ad_bal_clamp(j == j0 ? len0 : load_dep(seq_lens + j), capacity);
-    const long long n = ingot_ad_bal_tiles(len, capacity, T::kTile);
-    const long long k = ingot_ad_bal_pieces(n, total, active);
+    const SeqPieces p = j == j0 ? first_seq : seq_pieces<T>(load_dep(seq_lens + j), capacity, total, active);
     long long first = 0;
-    if (k > 0) {
-      const int cls = ingot_ad_bal_class(n, k, total, active);
-      first = ingot_ad_bal_first(before, all, cls);
-      before += ingot_ad_bal_pack(k, cls);
+    if (p.k > 0) {
+      first = ingot_ad_bal_first(before, all, p.cls);
+      before += ingot_ad_bal_pack(p.k, p.cls);
     }
-    if (writer && k != 1) list[1 + entry++] = ingot_ad_bal_entry(j, first, k);
-    if (s >= first && s < first + k) {  // this slot holds piece s - first of sequence j
+    if (writer && p.k != 1) list[1 + entry++] = ingot_ad_bal_entry(j, first, p.k);
+    if (s >= first && s < first + p.k) {  // this slot holds piece s - first of sequence j
       long long lo, hi;
-      ingot_ad_bal_span(s - first, k, n, &lo, &hi);
+      ingot_ad_bal_span(s - first, p.k, p.n, &lo, &hi);
       bal.piece.b = j;
-      bal.piece.seg.valid = len;
-      ingot_ad_bal_tokens(lo, hi, len, T::kTile, &bal.piece.seg.begin, &bal.piece.seg.end);
-      bal.piece.slot = k == 1 ? -1 : s;
+      bal.piece.seg.valid = p.len;
+      ingot_ad_bal_tokens(lo, hi, p.len, T::kTile, &bal.piece.seg.begin, &bal.piece.seg.end);
+      bal.piece.slot = p.k == 1 ? -1 : s;
       bal.found = 1;
     }
   }
   sync_block();
   if (!bal.found) return;  // no piece has this slot (uniform across the workgroup)
   const Piece pc = bal.piece;
+  if constexpr (T::kExactGroup > 0) {
+    if (group == T::kExactGroup && sq == 1) {  // the kernel's own shape, as decode_split runs it
+      split_path<T>(INGOT_AD_ARGS_EXACT(1, T::kExactGroup), &pc);
+      return;
+    }
+  }
   split_path<T>(INGOT_AD_ARGS, &pc);
 }
 

@@ -184,7 +184,7 @@ INGOT_AD_BAL_FN long long ingot_ad_bal_list_words(long long batch) { return batc
  * then costs a round of workgroups that read the count and exit, not a
  * workgroup per sequence. merge_x, Hkv, cus >= 1. */
 #define INGOT_AD_BALANCED_MERGE_CU_BLOCKS 4
-#define INGOT_AD_BALANCED_MERGE_ENTRIES 4
+#define INGOT_AD_BALANCED_MERGE_ENTRIES 16
 INGOT_AD_BAL_FN long long ingot_ad_bal_merge_z(long long B, long long merge_x, long long Hkv, long long cus) {
   const long long per = merge_x * Hkv;
   const long long fill = (INGOT_AD_BALANCED_MERGE_CU_BLOCKS * cus + per - 1) / per;
