@@ -25,10 +25,12 @@ namespace ingot {
 // thread t a chunk of sequences, then a wave shuffle scan and the waves' totals
 // in LDS): the tiles' total first, which sets the share, then each sequence's
 // piece count in its size class (packed, one scan for the four classes), whose
-// prefix is its first slot. The thread whose chunk holds the sequence with slot s
-// finds the piece. Workgroup 0 also writes the merge's list: the sequences
-// with other than one piece (cut, or empty), numbered by a third scan. Every decision comes from the lengths alone: the same lengths
-// give the same pieces, slots and accumulation order, run after run.
+// prefix is its first slot; a workgroup whose slot is past the batch's pieces
+// leaves there. The thread whose chunk holds the sequence with slot s finds the
+// piece. Workgroup 0 also writes the merge's list: the sequences with other than
+// one piece (cut, or empty), numbered by a third scan. Every decision comes from
+// the lengths alone: the same lengths give the same pieces, slots and
+// accumulation order, run after run.
 template <class T>
 struct BalanceShared {
   long long wave_tiles[T::kWaves];
