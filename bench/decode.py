@@ -415,6 +415,9 @@ def run_ragged(ctx, a):
     print(f"{'case':<28} {'tokens':>8} | {'balanced':>9} {'uniform':>9} {'ratio':>6} | {'no balance':>10} {'ratio':>6} "
           f"| default", flush=True)
     for name, b, fn, *heads in RAGGED:
+        if a.only and a.only not in name:
+            fn(gen)  # the same draws as a full run: a batch's lengths do not depend on the filter
+            continue
         hq, hkv = heads or (32, 8)
         r = point_done(ragged_point(ctx, name, b, fn(gen), a.reps, a.calls, a.rounds, hq=hq, hkv=hkv,
                                     page_size=a.paged, balance=a.balance))
@@ -422,6 +425,8 @@ def run_ragged(ctx, a):
         print(f"{name:<28} {r['tokens']:>8} | {r['balanced']:>7.1f}us {r['uniform']:>7.1f}us {r['ratio']:>5.2f}x | "
               f"{r['unbalanced']:>8.1f}us {r['ratio_unbalanced']:>5.2f}x | {r['default']} {r['default_ratio']:.2f}x",
               flush=True)
+    if not rows:
+        raise SystemExit(f"--only {a.only!r} matches no ragged batch; the batches: " + "; ".join(r[0] for r in RAGGED))
     os.makedirs(a.out, exist_ok=True)
     stem = "decode_ragged" + (f"_paged{a.paged}" if a.paged else "")
     with open(os.path.join(a.out, f"{stem}.md"), "w") as f:
@@ -463,6 +468,8 @@ def main():
                     help="the ragged batches of RAGGED, and uniform ones, against uniform batches of the same tokens, "
                          "balanced and not (decode_ragged[_paged<P>].md, and .svg: the ratio against the spread of the "
                          "lengths); with --paged P on paged caches")
+    ap.add_argument("--only", default=None, metavar="TEXT",
+                    help="with --ragged: only the batches whose name contains TEXT (e.g. 'uniform')")
     ap.add_argument("--balance", type=int, default=1, choices=range(1, 9), metavar="N",
                     help="with --ragged: the balanced plans' INGOT_BALANCE=N (the rounds of resident workgroups a "
                          "short batch's pieces fill; default 1)")
