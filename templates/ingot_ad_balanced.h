@@ -31,8 +31,14 @@ namespace ingot {
 // one piece (cut, or empty), numbered by a third scan. Every decision comes from
 // the lengths alone: the same lengths give the same pieces, slots and
 // accumulation order, run after run.
+// In a ring kernel (T::kStages) its size is a multiple of 128 bytes: the ring,
+// dynamic LDS placed after it, must start on a 128-byte line. A ring off the
+// lines (here 112 bytes in) made each cp.async of a wave's two 256-byte rows ask
+// L2 for its sectors twice: on an H100, 2x the L2 sectors, half of them hits,
+// and the balanced split of the 4-stage ring 18-22% slower than the uniform
+// split on the same pieces (decision 0037).
 template <class T>
-struct BalanceShared {
+struct alignas(T::kStages > 0 ? 128 : alignof(unsigned long long)) BalanceShared {
   long long wave_tiles[T::kWaves];
   unsigned long long wave_pieces[T::kWaves];
   int wave_listed[T::kWaves];  // workgroup 0: the merge's list entries per wave

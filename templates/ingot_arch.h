@@ -364,7 +364,11 @@ INGOT_DEVICE void async_wait() {
 // The workgroup's dynamic shared memory (the launch's size; past the 48 KiB of
 // static shared memory with the function's opt-in attribute, which the runtime
 // sets). A launch with less than `bytes` traps: the workgroup would otherwise
-// write past it.
+// write past it. It starts where the kernel's static shared memory ends: a
+// ring kernel's static part is a multiple of 128 bytes (BalanceShared), so that
+// the ring's rows sit on 128-byte lines (decision 0037). (An extern aligned to
+// 128 would do it too, but it rounds every kernel's static section of the
+// object, the merges' included, up to 128.)
 INGOT_DEVICE unsigned char *dynamic_lds(unsigned bytes) {
   extern __shared__ __align__(16) unsigned char ingot_dynamic_lds[];
   unsigned have;
