@@ -6,7 +6,10 @@ by tools/profile.sh on the H200).
                                [--lib build/lib/libingot.so] [--pack build/packs/attention_decode]
 
 e.g. the multi-query rows of docs/PERFORMANCE.md: --batch 32 --heads 48x1 (StarCoder) or
---batch 32 --heads 71x1 --head-dim 64 (Falcon-7B).
+--batch 32 --heads 71x1 --head-dim 64 (Falcon-7B). A ragged batch: --lens 16384,1024 (each
+sequence's device length; the batch is their count, the capacity L at least the longest), with
+--balance N for the plan's INGOT_BALANCE (0: the uniform segments; decision 0037 compared the two
+on the same pieces: 8704 --heads 32x8 --lens 8704,8704 with --balance 1 and with --balance 0).
 """
 
 import argparse
@@ -29,9 +32,23 @@ def main():
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--heads", default="8x2", help="Hq x Hkv (default 8x2)")
     ap.add_argument("--head-dim", type=int, default=128, help="head dim (default 128)")
+    ap.add_argument("--lens", default=None, metavar="L1,L2,...",
+                    help="each sequence's device length (overrides --batch and --valid)")
+    ap.add_argument("--balance", type=int, default=None, choices=range(0, 9), metavar="N",
+                    help="INGOT_BALANCE for the plan, 0..8 (default: the environment's)")
     a = ap.parse_args()
     hq, hkv = (int(x) for x in a.heads.split("x"))
-    B = a.batch
+    lens_list = None
+    if a.lens is not None:
+        try:
+            lens_list = [int(x) for x in a.lens.split(",")]
+        except ValueError:
+            ap.error(f"--lens {a.lens!r}: comma-separated integers expected")
+        if not lens_list or min(lens_list) < 0 or max(lens_list) > a.L:
+            ap.error(f"--lens {a.lens!r}: each length in [0, L = {a.L}] (L is the capacity)")
+    if a.balance is not None:
+        os.environ["INGOT_BALANCE"] = str(a.balance)  # read by libingot when the plan is made
+    B = len(lens_list) if lens_list else a.batch
     ctx = ingot.Runtime(a.lib).context("cuda")
     ctx.open_pack(a.pack)
     L = a.L
@@ -39,13 +56,18 @@ def main():
     q = torch.randn(B, hq, 1, D, device="cuda", dtype=torch.bfloat16)
     k = torch.randn(B, L, hkv, D, device="cuda", dtype=torch.bfloat16)
     v = torch.randn(B, L, hkv, D, device="cuda", dtype=torch.bfloat16)
-    lens = torch.full((B,), L if a.valid is None else a.valid, device="cuda", dtype=torch.int32)
+    if lens_list:
+        lens = torch.tensor(lens_list, device="cuda", dtype=torch.int32)
+    else:
+        lens = torch.full((B,), L if a.valid is None else a.valid, device="cuda", dtype=torch.int32)
     plan = ingot.DecodePlan(q, k, v, lens, capacity=L, context=ctx)
     o = plan.run(q, k, v, lens)
     for _ in range(a.iters - 1):
         plan.run(q, k, v, lens, out=o)
     torch.cuda.synchronize()
-    print(f"ncu_probe: B={B} {hq}/{hkv} D={D} L={L} valid={lens[0].item()} kernel {plan.kernel} splits {plan.num_splits}")
+    valid = a.lens if lens_list else lens[0].item()
+    print(f"ncu_probe: B={B} {hq}/{hkv} D={D} L={L} valid={valid} balance={os.environ.get('INGOT_BALANCE', 'default')} "
+          f"kernel {plan.kernel} splits {plan.num_splits}")
 
 
 if __name__ == "__main__":
