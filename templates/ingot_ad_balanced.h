@@ -35,7 +35,7 @@ namespace ingot {
 // dynamic LDS placed after it, must start on a 128-byte line. A ring off the
 // lines (here 112 bytes in) made each cp.async of a wave's two 256-byte rows ask
 // L2 for its sectors twice: on an H100, 2x the L2 sectors, half of them hits,
-// and the balanced split of the 4-stage ring 18-22% slower than the uniform
+// and the balanced split of the 4-stage ring 14-22% slower than the uniform
 // split on the same pieces (decision 0037).
 template <class T>
 struct alignas(T::kStages > 0 ? 128 : alignof(unsigned long long)) BalanceShared {

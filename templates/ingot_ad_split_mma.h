@@ -24,10 +24,10 @@ namespace ingot {
 // The tensor-core path's shared-memory ring (kStages > 0): per wave (one for the
 // whole workgroup under row_waves) and stage, the chunk's K rows then its V rows,
 // D elements each. The waves' results reuse the same bytes once every wave is
-// past its loop. A ring is aligned to 128 bytes, as the dynamic LDS is
-// (dynamic_lds): a ring off the 128-byte lines doubles the L2 sectors its
-// cp.async copies ask for (decision 0037), and in a static ring the balanced
-// split's scan state may sit before it. Without a ring, 16 (unchanged).
+// past its loop. A ring is aligned to 128 bytes, as a dynamic ring's start is
+// (BalanceShared, dynamic_lds): a ring off the 128-byte lines doubled the L2
+// sectors its cp.async copies asked for (decision 0037), and in a static ring
+// the balanced split's scan state may sit before it. Without a ring, 16.
 template <class T>
 union alignas(T::kStages > 0 ? 128 : 16) SplitSmem {
   SplitShared<T> fin;

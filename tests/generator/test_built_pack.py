@@ -440,7 +440,7 @@ class BuiltPackTest(unittest.TestCase):
     def test_dynamic_rings_start_on_128_byte_lines(self):
         # A dynamic ring starts where the entry's static shared memory ends (on sm_90 after the
         # block's reserved 1 KiB). Off a 128-byte line, a wave's cp.async copies asked L2 for every
-        # sector twice and the balanced split ran 18-22% slower than the uniform one (decision 0037).
+        # sector twice and the balanced split ran 14-22% slower than the uniform one (decision 0037).
         seen = 0
         for kd in load_kdp(PACK)["kernelDescriptors"]:
             for arch, obj in kd["kernel_source"]["objects"].items():
