@@ -196,8 +196,9 @@ static inline void ingot_ad_plan_scalars(const ingot_attention_graph *g, int pag
  * balancing costs a uniform batch a scan of the lengths and a round of merge
  * workgroups that find nothing to merge. Where the uniform plan already cuts
  * every sequence into several segments (small batches, long capacities) the
- * scan costs relatively more (H200, uniform at 8K: B = 4 8/2 1.32x balanced,
- * B = 8 1.07x) and the segments absorb some of the skew, not all (B = 4 with
+ * balanced plan's costs weigh more (H200, uniform at 8K: B = 4 8/2 1.32x
+ * balanced, B = 8 1.07x: the scan, the balanced merge and, at B = 4, a ring
+ * off its 128-byte lines, since fixed; decision 0037) and the segments absorb some of the skew, not all (B = 4 with
  * one 32K among 1Ks: 1.74x on segments, 1.23x balanced;
  * docs/design/balanced-split.md, "The default"; decision 0036). */
 static inline int ingot_ad_balance_auto(int64_t splits) { return splits == 1; }
