@@ -76,7 +76,7 @@ static void check_plans(void) {
       {INGOT_DTYPE_BF16, 128, 4, 1, 4, 2, 16, 7, 0, 0, 0},   /* max_splits 7 caps the units */
       {INGOT_DTYPE_BF16, 64, 64, 1, 64, 8, 32, 256, 1, 1, 1}, /* row_waves: 64 rows, a tile of 32 */
   };
-  int balanced = 0, uniform = 0, capped = 0, merge_shallow = 0, auto_balanced = 0, auto_uniform = 0;
+  int balanced = 0, uniform = 0, capped = 0, fitted = 0, merge_shallow = 0, auto_balanced = 0, auto_uniform = 0;
   for (int it = 0; it < 300; ++it) {
     const ingot_ad_kernel_meta *m = &kernels[rnd_range(0, 5)];
     const int pick = (int)rnd_range(0, 9);
@@ -107,7 +107,7 @@ static void check_plans(void) {
     const int64_t want = (int64_t)u.num_splits * B * balance_rounds;
     /* past the merge's 256 up to 511, unless the kernel's max_splits is lower */
     const int64_t most = m->max_splits < 256 ? m->max_splits : INGOT_AD_BALANCED_MAX_UNITS;
-    const int64_t units = want < most ? want : most;
+    int64_t units = want < most ? want : most;
     const int64_t resident = 132 * blocks;
     const int expect = B > 1 && B <= INGOT_AD_BALANCED_MAX_BATCH && (units == want || units * Hkv * row_blocks >= resident);
     if (!expect) {
@@ -119,6 +119,9 @@ static void check_plans(void) {
     }
     ++balanced;
     capped += units < want;
+    /* the units cut by at most B / 2 where that brings the spare slots within the rounds */
+    const int64_t per_rounds = resident / (Hkv * row_blocks) * balance_rounds, fit = per_rounds - (B - 1);
+    if (units <= per_rounds && fit < units && fit >= 1 && 2 * (units - fit) <= B) units = fit, ++fitted;
     int64_t fill = (resident + Hkv * row_blocks - 1) / (Hkv * row_blocks); /* one round's, times the rounds */
     if (fill > units) fill = units;
     fill *= balance_rounds;
@@ -156,10 +159,30 @@ static void check_plans(void) {
                      p.num_splits, why);
     CHECK(why == NULL);
   }
-  printf("  plans: %d balanced (%d with the unit cap, %d with a merge grid shallower than the batch), %d uniform; "
-         "by default %d balanced, %d batches kept on several segments each\n",
-         balanced, capped, merge_shallow, uniform, auto_balanced, auto_uniform);
+  printf("  plans: %d balanced (%d with the unit cap, %d with units cut for the spare slots, %d with a merge grid "
+         "shallower than the batch), %d uniform; by default %d balanced, %d batches kept on several segments each\n",
+         balanced, capped, fitted, merge_shallow, uniform, auto_balanced, auto_uniform);
   CHECK(balanced > 50 && uniform > 20 && capped > 0 && merge_shallow > 20 && auto_balanced > 20 && auto_uniform > 20);
+  /* The seed tile on 132 CUs, one workgroup each (the 4-stage ring's 128 KiB): B = 4, Hkv 2 has
+   * 16 segments per sequence, 64 units, whose 67 slots spill past the 66 of a round; 63 units fit
+   * them (a full-length batch keeps its 16 pieces per sequence). B = 2, Hkv 8: 16 units -> 15, 8
+   * pieces each. B = 8, Hkv 8 on two workgroups per CU: 32 units and 39 slots past the 33 of a
+   * round, but 26 units would leave a full-length batch 3 pieces per sequence, not 4: kept; so are
+   * B = 3, Hkv 2's 66 units (22 segments each; 64 would give 21). */
+  {
+    static const struct { int B, Hkv, blocks, units, grid; } cases[] = {
+        {4, 2, 1, 63, 132}, {2, 8, 1, 15, 128}, {8, 8, 2, 32, 312}, {3, 2, 1, 66, 136}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+      ingot_dispatch_plan p;
+      char err[256] = "";
+      CHECK_STATUS(plan_of(&kernels[0], cases[i].B, cases[i].Hkv, 8192, 0, 1, cases[i].blocks, &p, err, sizeof err),
+                   INGOT_OK);
+      CHECK(p.num_splits == cases[i].units && p.launches[0].grid[0] == (uint32_t)cases[i].grid);
+      if (p.num_splits != cases[i].units || p.launches[0].grid[0] != (uint32_t)cases[i].grid)
+        fprintf(stderr, "B %d Hkv %d: units %d grid %u (want %d, %d)\n", cases[i].B, cases[i].Hkv, p.num_splits,
+                p.launches[0].grid[0], cases[i].units, cases[i].grid);
+    }
+  }
 }
 
 /* The schedule alone, over random vectors and the extreme ones. */
