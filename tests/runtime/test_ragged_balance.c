@@ -57,6 +57,15 @@ static void fill_lengths(int32_t *lens, int B, int capacity, int kind) {
 static int tile_of(const ingot_ad_kernel_meta *m) { return (int)ingot_ad_tile(m); }
 
 /* The stub's plan of a (B, Hkv, capacity) graph with the seed-like kernel m, balanced or not. */
+/* A contiguous plan on cus CUs of blocks resident split workgroups each, wave 32. */
+static ingot_status plan_on(const ingot_ad_kernel_meta *m, int B, int Hkv, int64_t capacity, int balance, int cus,
+                            int blocks, ingot_dispatch_plan *p, char *err, size_t n) {
+  ingot_attention_graph g = shaped_graph(m->dtype, Hkv * m->group, Hkv, m->head_dim, m->max_sq, B, capacity, 0, 64, 0,
+                                         m->lse);
+  const ingot_device_caps caps = {32, cus, 232448, blocks, balance};
+  return ingot_attention_decode_dispatch.plan(m, &g, &caps, p, err, n);
+}
+
 static ingot_status plan_of(const ingot_ad_kernel_meta *m, int B, int Hkv, int64_t capacity, int paged, int balance,
                             int blocks, ingot_dispatch_plan *p, char *err, size_t n) {
   ingot_attention_graph g = shaped_graph(m->dtype, Hkv * m->group, Hkv, m->head_dim, m->max_sq, B, capacity, paged,
@@ -119,9 +128,9 @@ static void check_plans(void) {
     }
     ++balanced;
     capped += units < want;
-    /* the units cut by at most B / 2 where that brings the spare slots within the rounds */
+    /* the units cut by at most a 16th where that brings the spare slots within the rounds */
     const int64_t per_rounds = resident / (Hkv * row_blocks) * balance_rounds, fit = per_rounds - (B - 1);
-    if (units <= per_rounds && fit < units && fit >= 1 && 2 * (units - fit) <= B) units = fit, ++fitted;
+    if (units <= per_rounds && fit < units && fit >= 1 && 16 * (units - fit) <= units) units = fit, ++fitted;
     int64_t fill = (resident + Hkv * row_blocks - 1) / (Hkv * row_blocks); /* one round's, times the rounds */
     if (fill > units) fill = units;
     fill *= balance_rounds;
@@ -165,17 +174,18 @@ static void check_plans(void) {
   CHECK(balanced > 50 && uniform > 20 && capped > 0 && merge_shallow > 20 && auto_balanced > 20 && auto_uniform > 20);
   /* The seed tile on 132 CUs, one workgroup each (the 4-stage ring's 128 KiB): B = 4, Hkv 2 has
    * 16 segments per sequence, 64 units, whose 67 slots spill past the 66 of a round; 63 units fit
-   * them (a full-length batch keeps its 16 pieces per sequence). B = 2, Hkv 8: 16 units -> 15, 8
-   * pieces each. B = 8, Hkv 8 on two workgroups per CU: 32 units and 39 slots past the 33 of a
-   * round, but 26 units would leave a full-length batch 3 pieces per sequence, not 4: kept; so are
-   * B = 3, Hkv 2's 66 units (22 segments each; 64 would give 21). */
+   * them. B = 2, Hkv 8: 16 units -> 15. B = 3, Hkv 2: 66 -> 64 (a 33rd). B = 8, Hkv 8 on two
+   * workgroups per CU: 32 units and 39 slots past the 33 of a round, but 26 units would be a 4th
+   * fewer: kept. B = 4, Hkv 2 on 304 CUs, three each (gfx942's seed split): 456 units -> 453. */
   {
-    static const struct { int B, Hkv, blocks, units, grid; } cases[] = {
-        {4, 2, 1, 63, 132}, {2, 8, 1, 15, 128}, {8, 8, 2, 32, 312}, {3, 2, 1, 66, 136}};
+    static const struct { int B, Hkv, cus, blocks, units, grid; } cases[] = {
+        {4, 2, 132, 1, 63, 132}, {2, 8, 132, 1, 15, 128}, {3, 2, 132, 1, 64, 132}, {8, 8, 132, 2, 32, 312},
+        {4, 2, 304, 3, 453, 912}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
       ingot_dispatch_plan p;
       char err[256] = "";
-      CHECK_STATUS(plan_of(&kernels[0], cases[i].B, cases[i].Hkv, 8192, 0, 1, cases[i].blocks, &p, err, sizeof err),
+      CHECK_STATUS(plan_on(&kernels[0], cases[i].B, cases[i].Hkv, 8192, 1, cases[i].cus, cases[i].blocks, &p, err,
+                           sizeof err),
                    INGOT_OK);
       CHECK(p.num_splits == cases[i].units && p.launches[0].grid[0] == (uint32_t)cases[i].grid);
       if (p.num_splits != cases[i].units || p.launches[0].grid[0] != (uint32_t)cases[i].grid)
