@@ -56,22 +56,20 @@ static void fill_lengths(int32_t *lens, int B, int capacity, int kind) {
 
 static int tile_of(const ingot_ad_kernel_meta *m) { return (int)ingot_ad_tile(m); }
 
-/* The stub's plan of a (B, Hkv, capacity) graph with the seed-like kernel m, balanced or not. */
-/* A contiguous plan on cus CUs of blocks resident split workgroups each, wave 32. */
-static ingot_status plan_on(const ingot_ad_kernel_meta *m, int B, int Hkv, int64_t capacity, int balance, int cus,
-                            int blocks, ingot_dispatch_plan *p, char *err, size_t n) {
-  ingot_attention_graph g = shaped_graph(m->dtype, Hkv * m->group, Hkv, m->head_dim, m->max_sq, B, capacity, 0, 64, 0,
-                                         m->lse);
+/* The stub's plan of a (B, Hkv, capacity) graph with the kernel m, balanced or not, on cus CUs of
+ * `blocks` resident split workgroups each (wave 32). */
+static ingot_status plan_on(const ingot_ad_kernel_meta *m, int B, int Hkv, int64_t capacity, int paged, int balance,
+                            int cus, int blocks, ingot_dispatch_plan *p, char *err, size_t n) {
+  ingot_attention_graph g = shaped_graph(m->dtype, Hkv * m->group, Hkv, m->head_dim, m->max_sq, B, capacity, paged,
+                                         64, 0, m->lse);
   const ingot_device_caps caps = {32, cus, 232448, blocks, balance};
   return ingot_attention_decode_dispatch.plan(m, &g, &caps, p, err, n);
 }
 
+/* The same on 132 CUs. */
 static ingot_status plan_of(const ingot_ad_kernel_meta *m, int B, int Hkv, int64_t capacity, int paged, int balance,
                             int blocks, ingot_dispatch_plan *p, char *err, size_t n) {
-  ingot_attention_graph g = shaped_graph(m->dtype, Hkv * m->group, Hkv, m->head_dim, m->max_sq, B, capacity, paged,
-                                         64, 0, m->lse);
-  const ingot_device_caps caps = {32, 132, 232448, blocks, balance};
-  return ingot_attention_decode_dispatch.plan(m, &g, &caps, p, err, n);
+  return plan_on(m, B, Hkv, capacity, paged, balance, 132, blocks, p, err, n);
 }
 
 /* Plans: balanced where it should be, the uniform plan elsewhere, and the balanced
@@ -176,7 +174,7 @@ static void check_plans(void) {
    * 16 segments per sequence, 64 units, whose 67 slots spill past the 66 of a round; 63 units fit
    * them. B = 2, Hkv 8: 16 units -> 15. B = 3, Hkv 2: 66 -> 64 (a 33rd). B = 8, Hkv 8 on two
    * workgroups per CU: 32 units and 39 slots past the 33 of a round, but 26 units would be a 4th
-   * fewer: kept. B = 4, Hkv 2 on 304 CUs, three each (gfx942's seed split): 456 units -> 453. */
+   * fewer: kept. B = 4, Hkv 2 on 304 CUs of three each (as gfx942 runs the seed split): 456 -> 453. */
   {
     static const struct { int B, Hkv, cus, blocks, units, grid; } cases[] = {
         {4, 2, 132, 1, 63, 132}, {2, 8, 132, 1, 15, 128}, {3, 2, 132, 1, 64, 132}, {8, 8, 132, 2, 32, 312},
@@ -184,7 +182,7 @@ static void check_plans(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
       ingot_dispatch_plan p;
       char err[256] = "";
-      CHECK_STATUS(plan_on(&kernels[0], cases[i].B, cases[i].Hkv, 8192, 1, cases[i].cus, cases[i].blocks, &p, err,
+      CHECK_STATUS(plan_on(&kernels[0], cases[i].B, cases[i].Hkv, 8192, 0, 1, cases[i].cus, cases[i].blocks, &p, err,
                            sizeof err),
                    INGOT_OK);
       CHECK(p.num_splits == cases[i].units && p.launches[0].grid[0] == (uint32_t)cases[i].grid);
