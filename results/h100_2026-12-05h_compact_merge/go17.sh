@@ -1,50 +1,23 @@
 #!/bin/bash
-# Last fallback (2026-12-05h): the GPU suite less models, kv_append and part 3, in parallel. build = compact merge objects + libingot with the
-# balanced units cut for the spare slots (the candidate, cm.tar.xz); main = c13dd20 (new.tar.xz);
-# cmo = main's libingot + the compact objects; fit = the compact objects + a libingot cutting the
-# units without the B / 2 bound (experiment, fit.patch). SASS diff main/build; ragged A/B contiguous
-# (2 rounds: main, build, cmo, fit) and paged 16 (1 round: main, build); per-kernel times.
+# The session's one device call (2026-12-05h, 300 s): the GPU suite on build (main at d07e7c6:
+# the compact merge in the balanced merge and the units' cut for the spare slots; build-ab/cm.tar.xz)
+# less models, kv_append and part 3, its groups in parallel; first the SASS of every sm_90 entry
+# point against c13dd20's objects (build-ab/x/main). The A/B planned before it never ran.
 set -u
 T0=$SECONDS
 [ -x build/bin/test_gpu_ragged ] || tar xJf build-ab/cm.tar.xz
 mkdir -p build-ab/x && (cd build-ab/x && tar xJf ../new.tar.xz && rm -rf main && mv build main)
-ln -sfn $PWD/build/packs build-ab/fit/packs
-mkdir -p build-ab/x/cmo && ln -sfn $PWD/build-ab/x/main/lib build-ab/x/cmo/lib && ln -sfn $PWD/build/packs build-ab/x/cmo/packs
 res=/tmp/r13; mkdir -p $res
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,clocks.max.sm --format=csv > $res/gpu.txt
 say() { echo "$*"; echo "$*" >> $res/summary.txt; cp $res/summary.txt $OUT/; }
 say "extract $((SECONDS - T0))s; $(tail -1 $res/gpu.txt)"
-python3 - > $res/sass_diff.txt 2>&1 <<'PY'
-import glob, os, re, subprocess
-def funcs(path):
-    out = subprocess.run(["cuobjdump", "-sass", path], capture_output=True, text=True).stdout
-    d, name = {}, None
-    for line in out.splitlines():
-        m = re.match(r"\s+Function : (\S+)", line)
-        if m:
-            name = m.group(1); d[name] = []
-        elif name and re.match(r"\s+/\*[0-9a-f]{4}\*/", line):
-            d[name].append(re.sub(r"/\*[0-9a-f]{4}\*/|/\* 0x[0-9a-f]+ \*/", "", line).strip())
-    return d
-same, diff = 0, []
-for old in sorted(glob.glob("build-ab/x/main/packs/attention_decode/code/sm_90/*.cubin")):
-    new = "build/packs/attention_decode/code/sm_90/" + os.path.basename(old)
-    a, b = funcs(old), funcs(new)
-    for f in sorted(set(a) | set(b)):
-        if a.get(f) == b.get(f): same += 1
-        else: diff.append(f)
-print(f"sm_90 entry points: {same} with identical SASS, {len(diff)} changed")
-kinds = {}
-for f in diff:
-    kinds.setdefault("balanced_merge" if f.endswith("balanced_merge") else f.rsplit("_", 1)[-1], []).append(f)
-for k, v in kinds.items(): print(f"  changed {k}: {len(v)}")
-PY
+# (it ran with the same comparison inline; it is tools/sass_diff.py now)
+python3 tools/sass_diff.py build-ab/x/main/packs/attention_decode build/packs/attention_decode --arch sm_90 > $res/sass_diff.txt 2>&1
 say "$(head -4 $res/sass_diff.txt)"; cp $res/sass_diff.txt $OUT/
 res=/tmp/r14; mkdir -p $res
 INGOT_GPU_PART=1 INGOT_GPU_TESTS="variants" tools/device_gpu_tests.sh $res/a > $res/a.txt 2>&1 &
 INGOT_GPU_PART=1 INGOT_GPU_TESTS="capacity splits tokens poison_tail" tools/device_gpu_tests.sh $res/b > $res/b.txt 2>&1 &
 INGOT_GPU_PART=2 INGOT_GPU_TESTS="graph streams handoff" tools/device_gpu_tests.sh $res/c > $res/c.txt 2>&1 &
-
 
 (mkdir -p $res/g; for tool in memcheck racecheck; do
   s=$SECONDS
