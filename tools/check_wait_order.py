@@ -41,9 +41,10 @@ COPY = "LDGSTS"
 WIDE_LOAD = re.compile(r"LDG(\.[A-Z0-9_:]+)*\.128(\.[A-Z0-9_:]+)*")
 
 
-def functions(text):
+def functions(text, predicate=False):
     """{function: [instruction, ...]} of one cubin's SASS, each instruction its
-    opcode and operands as words, without the predicate."""
+    opcode and operands as words, without the predicate (with it as the first
+    word where `predicate`: tools/sass_diff.py compares whole instructions)."""
     out, code = {}, None
     for line in text.splitlines():
         m = re.search(r"Function : (\S+)", line)
@@ -52,7 +53,7 @@ def functions(text):
             continue
         # "        /*0120*/   @!P0 LDG.E.CONSTANT R2, desc[UR8][R2.64] ;   /* 0x... */"
         words = line[line.find("*/") + 2:].split(";")[0].split() if "*/" in line else []
-        if words and words[0].startswith("@"):
+        if words and words[0].startswith("@") and not predicate:
             words = words[1:]  # the predicate
         if code is not None and words:
             code.append(words)

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Which entry points did a change touch? Disassembles every code object of two
 builds of a pack (cuobjdump -sass for sm_*, llvm-objdump-22 -d for gfx*), with
-addresses and encodings stripped, and compares them function by function.
+addresses stripped, and compares them function by function: the SASS parsed as
+tools/check_wait_order.py parses it (predicates kept), the AMD ISA as
+tools/amd_code_object_diff.py prints it.
 
     tools/sass_diff.py OLD_PACK NEW_PACK [--arch sm_90] [-v]
 
@@ -19,6 +21,10 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from amd_code_object_diff import OBJDUMP, isa  # noqa: E402
+from check_wait_order import cuobjdump, functions  # noqa: E402
+
 ENTRIES = ("balanced_split", "balanced_merge", "split", "merge")
 
 
@@ -26,30 +32,19 @@ def entry_kind(name):
     return next((e for e in ENTRIES if name.endswith("_" + e)), "other")
 
 
-def sm_functions(path):
-    out = subprocess.run(["cuobjdump", "-sass", path], capture_output=True, text=True, check=True).stdout
-    funcs, name = {}, None
-    for line in out.splitlines():
-        m = re.match(r"\s+Function : (\S+)", line)
-        if m:
-            name = m.group(1)
-            funcs[name] = []
-        elif name and re.match(r"\s+/\*[0-9a-f]{4}\*/", line):
-            funcs[name].append(re.sub(r"/\*[0-9a-f]{4}\*/|/\* 0x[0-9a-f]+ \*/", "", line).strip())
-    return funcs
+def sm_functions(path, tool):
+    out = subprocess.run([tool, "-sass", path], capture_output=True, text=True, check=True).stdout
+    return {name: [" ".join(words) for words in code] for name, code in functions(out, predicate=True).items()}
 
 
 def amd_functions(path, arch):
-    out = subprocess.run(["llvm-objdump-22", "-d", f"--mcpu={arch}", path], capture_output=True, text=True,
-                         check=True).stdout
-    funcs, name = {}, None
-    for line in out.splitlines():
-        m = re.match(r"^[0-9a-f]+ <([^>]+)>:", line)
+    funcs, code = {}, None
+    for line in isa(path, arch):  # a function starts at its "<name>:" line
+        m = re.fullmatch(r"<(.+)>:", line)
         if m:
-            name = m.group(1)
-            funcs[name] = []
-        elif name and line.strip():
-            funcs[name].append(line.split("//")[0].strip())
+            code = funcs.setdefault(m.group(1), [])
+        elif code is not None and line.strip():
+            code.append(line)
     return funcs
 
 
@@ -64,10 +59,11 @@ def main():
                                 set(os.listdir(os.path.join(args.new, "code"))))
     status = 0
     for arch in archs:
-        tool = "cuobjdump" if arch.startswith("sm_") else "llvm-objdump-22"
+        sm = arch.startswith("sm_")
+        tool = cuobjdump() if sm else shutil.which(OBJDUMP)
         olds = sorted(glob.glob(os.path.join(args.old, "code", arch, "*")))
-        if shutil.which(tool) is None or not olds:
-            print(f"{arch}: {'no ' + tool + ' on PATH' if olds else 'no code objects in ' + args.old}")
+        if tool is None or not olds:
+            print(f"{arch}: {'no ' + ('cuobjdump' if sm else OBJDUMP) if olds else 'no code objects in ' + args.old}")
             status = 2
             continue
         same, changed = 0, {}
@@ -76,7 +72,7 @@ def main():
             if not os.path.exists(new):
                 changed.setdefault("object missing in the new pack", []).append(os.path.basename(old))
                 continue
-            a, b = (sm_functions(old), sm_functions(new)) if arch.startswith("sm_") else \
+            a, b = (sm_functions(old, tool), sm_functions(new, tool)) if sm else \
                 (amd_functions(old, arch), amd_functions(new, arch))
             for f in sorted(set(a) | set(b)):
                 if a.get(f) == b.get(f):
