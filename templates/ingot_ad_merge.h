@@ -208,9 +208,15 @@ INGOT_DEVICE void merge_wide(const MergeSource &msrc, int tid, int bx, int hkv, 
 }
 
 // One sequence's merge, compact or wide by the plan's segments (or units).
+// A balanced plan's sequence of at most INGOT_AD_COMPACT_MERGE_SPLITS pieces
+// takes the compact merge in the wide grid too: its items go to the grid's
+// first workgroups along x (the others have none and go on to the next entry),
+// each reading its pieces in one round trip, with no LDS and no barrier. The
+// wide merge's barriers cost the balanced merge 7.9 against 5.3 us at B = 8,
+// 32/8, 8K on an H100 (decision 0038). One test, so one copy of each merge.
 template <class T, bool kBalanced>
 INGOT_DEVICE void merge_one(const MergeSource &src, int tid, int bx, int hkv, INGOT_AD_PARAMS) {
-  if (num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS)
+  if (num_splits <= INGOT_AD_COMPACT_MERGE_SPLITS || (kBalanced && src.count <= INGOT_AD_COMPACT_MERGE_SPLITS))
     merge_compact<T>(src, tid, bx, hkv, INGOT_AD_ARGS);
   else
     merge_wide<T, kBalanced>(src, tid, bx, hkv, INGOT_AD_ARGS);
@@ -250,16 +256,7 @@ INGOT_DEVICE void merge_path(INGOT_AD_PARAMS) {
       const MergeSource src = merge_source_entry<T>(e, hkv, INGOT_AD_ARGS);
       // Opaque: what the merge computes from the thread and block is computed
       // per sequence, not held across the loop (which cost gfx942 a wave per SIMD).
-      // A sequence of at most INGOT_AD_COMPACT_MERGE_SPLITS pieces takes the
-      // compact merge in the wide grid too: its items go to the grid's first
-      // workgroups along x (the others have none and go on to the next entry),
-      // each reading its pieces in one round trip, with no LDS and no barrier.
-      // The wide merge's barriers cost the balanced merge 7.9 against 5.3 us at
-      // B = 8, 32/8, 8K on an H100 (decision 0038).
-      if (num_splits > INGOT_AD_COMPACT_MERGE_SPLITS && src.count <= INGOT_AD_COMPACT_MERGE_SPLITS)
-        merge_compact<T>(src, opaque(thread_id()), opaque_uniform(block_x()), hkv, INGOT_AD_ARGS);
-      else
-        merge_one<T, true>(src, opaque(thread_id()), opaque_uniform(block_x()), hkv, INGOT_AD_ARGS);
+      merge_one<T, true>(src, opaque(thread_id()), opaque_uniform(block_x()), hkv, INGOT_AD_ARGS);
       e = next;
     }
   }
