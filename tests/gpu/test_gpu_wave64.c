@@ -18,14 +18,16 @@
  *    no mask and causal at Sq = max_sq, causal at every shorter Sq; lengths 0,
  *    1, odd, capacity - 1, capacity, past the capacity, negative, random, one
  *    long and the rest short; poisoned tails (NaN, Inf, garbage K/V and
- *    page-table entries past each length); capacity 1 (one page when paged) and
- *    an odd capacity; and a long cache with many segments (the wide merge,
+ *    page-table entries past each length); capacity 1 (one page when paged),
+ *    balanced and (INGOT_BALANCE=0) in one uniform segment, and an odd
+ *    capacity; and a long cache with many segments (the wide merge,
  *    more than 16 of them). Outputs are poisoned before each execute; O and LSE
  *    (where the kernel has it) are compared with the reference.
  *
  * Usage: <binary> [w64_pack_dir [shipped_pack_dir [selftest.cubin]]]; INGOT_WAVE64_ONLY=text
  * runs only the kernels whose names hold it. Exit 77
  * without a CUDA device (after step 1), 1 on any failure. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -499,13 +501,23 @@ static int run_kernel(dh_session *sess, int i, int *hits, tally *t) {
       dh_case_destroy(&c);
     }
   }
-  /* Capacity endpoints: one token (one page), and an odd capacity that is no whole number of tiles. */
+  /* Capacity endpoints: one token (one page), and an odd capacity that is no whole number of tiles.
+   * The one-token case runs twice: by default (three sequences of one segment each, which the
+   * default balances) and with INGOT_BALANCE=0, the uniform plan of one segment, whose split
+   * writes O itself with no merge (what B = 1 at a short capacity runs). */
   const int page = k->paged ? k->page_size : 0;
-  const int small[2] = {page ? page : 1, page ? 13 * page : 203};
-  for (int j = 0; j < 2; ++j) {
+  const int small[3] = {page ? page : 1, page ? 13 * page : 203, page ? page : 1};
+  for (int j = 0; j < 3; ++j) {
     if (small[j] < k->capacity[0] || small[j] > k->capacity[1]) continue;
-    if (shaped_case(&c, sess->ctx, k, small[j], 3, j ? INGOT_MASK_CAUSAL : INGOT_MASK_NONE, k->max_sq, 0, ++seed,
-                    ks, n, &chosen) != 0) {
+    const char *env = getenv("INGOT_BALANCE");
+    char saved[32] = "";
+    if (env != NULL) snprintf(saved, sizeof saved, "%s", env);
+    if (j == 2) setenv("INGOT_BALANCE", "0", 1); /* read when the plan is created */
+    const int rc = shaped_case(&c, sess->ctx, k, small[j], 3, j == 1 ? INGOT_MASK_CAUSAL : INGOT_MASK_NONE,
+                               k->max_sq, 0, ++seed, ks, n, &chosen);
+    if (j == 2 && env != NULL) setenv("INGOT_BALANCE", saved, 1);
+    if (j == 2 && env == NULL) unsetenv("INGOT_BALANCE");
+    if (rc != 0) {
       ++failures;
       continue;
     }
@@ -585,6 +597,10 @@ int main(int argc, char **argv) {
     if (sess.kernels[i].has_arch && hits[i] == 0) {
       if (missed++ < 20) fprintf(stderr, "FAIL: kernel %s was never chosen\n", sess.kernels[i].name);
     }
+  }
+  if (total.single == 0) {
+    fprintf(stderr, "FAIL: no plan had one segment: the split's own write of O never ran\n");
+    ++other;
   }
   if (total.wide_merges == 0) {
     fprintf(stderr, "FAIL: no plan had more than 16 segments: the wide merge's 64-lane reduction never ran\n");

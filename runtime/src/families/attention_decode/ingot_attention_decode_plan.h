@@ -414,21 +414,6 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
     if (units + B - 1 > INT32_MAX / (Hkv * row_blocks)) units = 0;
   }
   if (units > 0) {
-    /* The split grid has units + B - 1 slots per KV head and row block, room for
-     * the pieces' round-ups, but a batch at full length has about `units`
-     * pieces. Where the units fill the rounds of resident workgroups and the
-     * B - 1 spare slots spill past them, the spare workgroups wait for pieces
-     * to finish and then scan the lengths at the grid's end, with nothing to
-     * run. So the units are cut to bring the spares within the rounds, where
-     * that costs at most a 16th of them (a full-length batch's pieces at most
-     * a 16th longer): B = 4, Hkv 2 on 132 SMs, one workgroup each (the 4-stage
-     * ring), 64 -> 63 units, 134 -> 132 workgroups; not B = 8, Hkv 8 on two
-     * per SM (32 -> 26 units, a 4th of the pieces). */
-    const int64_t per_round = resident / (Hkv * row_blocks); /* resident is any int64 from the caps */
-    if (per_round < units + B) { /* else the spares fit: bounds the product below */
-      const int64_t per_rounds = per_round * rounds, fit = per_rounds - (B - 1);
-      if (units <= per_rounds && fit < units && fit >= 1 && 16 * (units - fit) <= units) units = fit;
-    }
     /* the units that fill the rounds of resident workgroups: the device takes
      * at least these (and more for long batches; ingot_ad_bal_active); one
      * round's count is capped at units before the rounds multiply it (resident
