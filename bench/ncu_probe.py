@@ -10,6 +10,7 @@ e.g. the multi-query rows of docs/PERFORMANCE.md: --batch 32 --heads 48x1 (StarC
 sequence's device length; the batch is their count, the capacity L at least the longest), with
 --balance N for the plan's INGOT_BALANCE (0: the uniform segments; decision 0037 compared the two
 on the same pieces: 8704 --heads 32x8 --lens 8704,8704 with --balance 1 and with --balance 0).
+--paged P reads a paged cache of page size P (pages scattered as bench/decode.py scatters them).
 """
 
 import argparse
@@ -36,6 +37,8 @@ def main():
                     help="each sequence's device length (overrides --batch and --valid)")
     ap.add_argument("--balance", type=int, default=None, choices=range(0, 9), metavar="N",
                     help="INGOT_BALANCE for the plan, 0..8 (default: the environment's)")
+    ap.add_argument("--paged", type=int, default=0, metavar="P",
+                    help="a paged cache of page size P (a power of two dividing L; default: contiguous)")
     a = ap.parse_args()
     hq, hkv = (int(x) for x in a.heads.split("x"))
     lens_list = None
@@ -60,14 +63,22 @@ def main():
         lens = torch.tensor(lens_list, device="cuda", dtype=torch.int32)
     else:
         lens = torch.full((B,), L if a.valid is None else a.valid, device="cuda", dtype=torch.int32)
-    plan = ingot.DecodePlan(q, k, v, lens, capacity=L, context=ctx)
-    o = plan.run(q, k, v, lens)
+    table = None
+    if a.paged:
+        if a.paged < 1 or a.paged & (a.paged - 1) or L % a.paged:
+            ap.error(f"--paged {a.paged}: a power of two that divides L = {L}")
+        from decode import paged_sets  # noqa: E402 (bench/decode.py, beside this script)
+        gen = torch.Generator(device="cuda")
+        gen.manual_seed(0)
+        (k,), (v,), (table,) = paged_sets([k], [v], a.paged, gen)
+    plan = ingot.DecodePlan(q, k, v, lens, page_table=table, capacity=L, context=ctx)
+    o = plan.run(q, k, v, lens, page_table=table)
     for _ in range(a.iters - 1):
-        plan.run(q, k, v, lens, out=o)
+        plan.run(q, k, v, lens, page_table=table, out=o)
     torch.cuda.synchronize()
     valid = a.lens if lens_list else lens[0].item()
     print(f"ncu_probe: B={B} {hq}/{hkv} D={D} L={L} valid={valid} balance={os.environ.get('INGOT_BALANCE', 'default')} "
-          f"kernel {plan.kernel} splits {plan.num_splits}")
+          f"{'paged ' + str(a.paged) if a.paged else 'contiguous'} kernel {plan.kernel} splits {plan.num_splits}")
 
 
 if __name__ == "__main__":
