@@ -157,27 +157,27 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
         kw[n] = load16(kbase + 2 * koff);
         vw[n] = load16(vbase + 2 * voff);
       }
-      return;
-    }
+    } else {
 #pragma unroll
-    for (int n = 0; n < NL; ++n) {
-      const int pos = tok0 + n * TPL + grp;
-      const long long page = T::kPaged ? pages.token_page(pos, chunk_page, small) : 0;  // every lane
-      if (pos < seg.end && data_lane) {
-        long long koff, voff;
-        if (T::kPaged) {
-          const int in_page = pos & (page_size - 1);
-          koff = page * k_stride_b + (long long)in_page * k_stride_t;
-          voff = page * v_stride_b + (long long)in_page * v_stride_t;
+      for (int n = 0; n < NL; ++n) {
+        const int pos = tok0 + n * TPL + grp;
+        const long long page = T::kPaged ? pages.token_page(pos, chunk_page, small) : 0;  // every lane
+        if (pos < seg.end && data_lane) {
+          long long koff, voff;
+          if (T::kPaged) {
+            const int in_page = pos & (page_size - 1);
+            koff = page * k_stride_b + (long long)in_page * k_stride_t;
+            voff = page * v_stride_b + (long long)in_page * v_stride_t;
+          } else {
+            koff = (long long)pos * k_stride_t;
+            voff = (long long)pos * v_stride_t;
+          }
+          kw[n] = load16(kbase + 2 * koff);
+          vw[n] = load16(vbase + 2 * voff);
         } else {
-          koff = (long long)pos * k_stride_t;
-          voff = (long long)pos * v_stride_t;
+          kw[n] = u32x4{0u, 0u, 0u, 0u};
+          vw[n] = u32x4{0u, 0u, 0u, 0u};
         }
-        kw[n] = load16(kbase + 2 * koff);
-        vw[n] = load16(vbase + 2 * voff);
-      } else {
-        kw[n] = u32x4{0u, 0u, 0u, 0u};
-        vw[n] = u32x4{0u, 0u, 0u, 0u};
       }
     }
   };
