@@ -332,7 +332,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
     // The first NS - 1 chunks, one copy of the issue code (not unrolled): every
     // SM fetches this straight-line code cold at the start of each workgroup,
     // and unrolled (two page variants x NS - 1 chunks) it was most of a paged
-    // ring split's 130 KB, its fetch the paged split's largest stall on an H200
+    // ring split's 133 KB, its fetch the paged split's largest stall on an H200
     // (decision 0039).
 #pragma unroll 1
     for (int s = 0; s < NS - 1; ++s) {
