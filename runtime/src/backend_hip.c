@@ -97,8 +97,9 @@ typedef struct hip_api {
 struct ingot_backend_device {
   void *library;
   char library_name[256];
-  /* "libamdhip64.so.5 (HIP 5.2.21153)": what every message after the load names */
-  char library_label[320];
+  /* "libamdhip64.so.5 (HIP 5.2.21153)": what every message after the load names;
+   * room for the whole name and the longest suffix (read_version) */
+  char library_label[256 + 96];
   int runtime_version; /* HIP_VERSION encoding; 0 when the runtime does not say */
   hip_api api;
   int ordinal;

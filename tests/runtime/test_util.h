@@ -184,8 +184,11 @@ static inline int copy_tree(const char *from, const char *to) {
   while (ok && (e = readdir(d)) != NULL) {
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
     char a[4096], b[4096];
-    snprintf(a, sizeof a, "%s/%s", from, e->d_name);
-    snprintf(b, sizeof b, "%s/%s", to, e->d_name);
+    if (snprintf(a, sizeof a, "%s/%s", from, e->d_name) >= (int)sizeof a ||
+        snprintf(b, sizeof b, "%s/%s", to, e->d_name) >= (int)sizeof b) {
+      ok = 0; /* a path too long to copy: fail, not a truncated copy */
+      break;
+    }
     struct stat st;
     if (stat(a, &st) != 0) ok = 0;
     else if (S_ISDIR(st.st_mode)) ok = copy_tree(a, b);
