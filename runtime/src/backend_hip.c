@@ -61,6 +61,10 @@ static const char *const hip_default_libraries[] = {"libamdhip64.so.7", "libamdh
  * runtime newer than this file can never write past it. */
 #define HIP_PROPS_BUFFER_BYTES 16384
 #define HIP_PROPS_NAME_BYTES 256 /* the struct starts with char name[256] */
+/* the library name as dlopen was given it, and the label that adds its version:
+ * room for the whole name and read_version's longest suffix */
+#define HIP_LIBRARY_NAME_BYTES 256
+#define HIP_LIBRARY_LABEL_BYTES (HIP_LIBRARY_NAME_BYTES + 96)
 
 /* X(kind, field, return type, parameters, exported name) */
 #define HIP_SYMBOLS(X)                                                                         \
@@ -96,10 +100,9 @@ typedef struct hip_api {
 
 struct ingot_backend_device {
   void *library;
-  char library_name[256];
-  /* "libamdhip64.so.5 (HIP 5.2.21153)": what every message after the load names;
-   * room for the whole name and the longest suffix (read_version) */
-  char library_label[256 + 96];
+  char library_name[HIP_LIBRARY_NAME_BYTES];
+  /* "libamdhip64.so.5 (HIP 5.2.21153)": what every message after the load names */
+  char library_label[HIP_LIBRARY_LABEL_BYTES];
   int runtime_version; /* HIP_VERSION encoding; 0 when the runtime does not say */
   hip_api api;
   int ordinal;
