@@ -56,6 +56,8 @@ INGOT_DEVICE void advance(RowPos &p, int by, int group) {
   }
 }
 
+INGOT_DEVICE int imin(int a, int b) { return a < b ? a : b; }
+
 // Last key (exclusive) that the row at p may see; 0 for a padding row (query token past sq).
 INGOT_DEVICE int row_limit(RowPos p, int valid, int sq, int flags) {
   const int i = p.i;     // query token of this row
@@ -99,6 +101,21 @@ INGOT_DEVICE void store_row(void *o, float *lse, int b, int hkv, RowPos p, int d
   const long long h = (long long)hkv * group + g;
   u16 *op = static_cast<u16 *>(o);
   op[b * o_stride_b + h * o_stride_h + i * o_stride_s + d] = pack1<T::kDType>(out);
+  if (d == 0 && (flags & kFlagWriteLse))
+    lse[((long long)b * num_kv_heads * group + h) * sq + i] = lse2 * kLn2;
+}
+
+// Writes N consecutive output elements of a row from column d (and, from d == 0, the row's LSE).
+template <class T, int N>
+INGOT_DEVICE void store_cols(void *o, float *lse, int b, int hkv, RowPos p, int d, const float (&out)[N], float lse2,
+                             int sq, int num_kv_heads, int group, long long o_stride_b, long long o_stride_h,
+                             long long o_stride_s, int flags) {
+  const int g = p.g, i = p.i;
+  if (i >= sq) return;
+  const long long h = (long long)hkv * group + g;
+  u16 *op = static_cast<u16 *>(o) + (b * o_stride_b + h * o_stride_h + i * o_stride_s + d);
+#pragma unroll
+  for (int e = 0; e < N; ++e) op[e] = pack1<T::kDType>(out[e]);
   if (d == 0 && (flags & kFlagWriteLse))
     lse[((long long)b * num_kv_heads * group + h) * sq + i] = lse2 * kLn2;
 }

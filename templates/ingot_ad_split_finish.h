@@ -17,9 +17,9 @@ namespace ingot {
 template <class T>
 struct SplitShared {
   float scores[T::kWaves][T::kUseMma || T::kUseMfma ? 1 : T::kChunk * T::kWaveRows];
-  float wave_max[T::kTokenWaves][T::kRows];
-  float wave_sum[T::kTokenWaves][T::kRows];
-  float wave_acc[T::kTokenWaves][T::kRows][T::kHeadDim];
+  float wave_max[T::kTokenWaves][T::kRows];  // finish_split: then the waves' weights in the row's result
+  float wave_sum[T::kTokenWaves][T::kRows];  // finish_split: then the row's LSE (log2) in [0]
+  alignas(16) float wave_acc[T::kTokenWaves][T::kRows][T::kHeadDim];  // read 4 columns at a time
 };
 
 // Where wave `wave`'s results go: its slot of SplitShared and its first row there.
@@ -43,41 +43,63 @@ INGOT_DEVICE int token_wave(int wave) {
 }
 
 // The end of a split workgroup: its waves' (max, sum, acc) sit in LDS; merge
-// them and write O and LSE (one segment) or the segment's fp32 partial.
+// them and write O and LSE (one segment) or the segment's fp32 partial. A row's
+// scalars first, once per row (its waves' weights, its LSE: the exponentials,
+// the reciprocal and the logarithm), then the row's columns 4 at a time (the
+// weighted sum of the waves' accumulators: multiplies and adds only).
 template <class T>
 INGOT_DEVICE void finish_split(SplitShared<T> &sh, int tid, int b, int hkv, int split, int row0,
                                const Piece *pc, INGOT_AD_PARAMS) {
-  constexpr int R = T::kRows, D = T::kHeadDim;
+  constexpr int R = T::kRows, D = T::kHeadDim, W = T::kTokenWaves, D4 = D / 4;
+  static_assert(D % 4 == 0, "finish_split reads 4 columns at a time");
   sync_block();
-  // Each thread produces some (row, d) outputs.
   const int rows_total = group * sq;
-  const SplitTarget tgt = split_target<T>(pc, b, hkv, split, workspace, num_kv_heads, num_splits, rows_total, flags);
-  RowPos pos = row_pos(row0 + tid / D, group);  // of row r below, stepped as r grows
-  for (int idx = tid, r = tid / D; idx < R * D; idx += T::kThreads) {
-    const int d = idx % D, row = row0 + idx / D;
-    advance(pos, idx / D - r, group);
-    r = idx / D;
-    if (row >= rows_total) break;  // idx grows with r: the rest are padding too
+#pragma unroll 1
+  for (int r = tid; r < R && row0 + r < rows_total; r += T::kThreads) {
     float m = kNegInf;
 #pragma unroll
-    for (int w = 0; w < T::kTokenWaves; ++w) m = max32(m, sh.wave_max[w][r]);
+    for (int w = 0; w < W; ++w) m = max32(m, sh.wave_max[w][r]);
     const float ref = m == kNegInf ? 0.f : m;
-    float num = 0.f, den = 0.f;
+    float a[W], den = 0.f;
 #pragma unroll
-    for (int w = 0; w < T::kTokenWaves; ++w) {
-      const float a = fast_exp2(sh.wave_max[w][r] - ref);
-      num += a * sh.wave_acc[w][r][d];
-      den += a * sh.wave_sum[w][r];
+    for (int w = 0; w < W; ++w) {
+      a[w] = fast_exp2(sh.wave_max[w][r] - ref);
+      den += a[w] * sh.wave_sum[w][r];
     }
-    const float out = den > 0.f ? num * fast_rcp(den) : 0.f;
-    const float lse2 = den > 0.f ? m + fast_log2(den) : kNegInf;
+    const float inv = den > 0.f ? fast_rcp(den) : 0.f;  // a row that saw no key: O = 0
+#pragma unroll
+    for (int w = 0; w < W; ++w) sh.wave_max[w][r] = a[w] * inv;
+    sh.wave_sum[0][r] = den > 0.f ? m + fast_log2(den) : kNegInf;
+  }
+  sync_block();
+  const SplitTarget tgt = split_target<T>(pc, b, hkv, split, workspace, num_kv_heads, num_splits, rows_total, flags);
+  RowPos pos = row_pos(row0 + tid / D4, group);  // of row r below, stepped as r grows
+#pragma unroll 1
+  for (int idx = tid, r = tid / D4; idx < R * D4; idx += T::kThreads) {
+    const int d = 4 * (idx % D4), row = row0 + idx / D4;
+    advance(pos, idx / D4 - r, group);
+    r = idx / D4;
+    if (row >= rows_total) break;  // idx grows with r: the rest are padding too
+    float out[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int w = 0; w < W; ++w) {
+      const float a = sh.wave_max[w][r];
+      const u32x4 x = *reinterpret_cast<const u32x4 *>(&sh.wave_acc[w][r][d]);
+      out[0] += a * bits_to_float(x.x);
+      out[1] += a * bits_to_float(x.y);
+      out[2] += a * bits_to_float(x.z);
+      out[3] += a * bits_to_float(x.w);
+    }
+    const float lse2 = sh.wave_sum[0][r];
     if (tgt.direct) {
-      store_row<T>(o, lse, b, hkv, pos, d, out, lse2, sq, num_kv_heads, group, o_stride_b, o_stride_h,
-                   o_stride_s, flags);
+      store_cols<T, 4>(o, lse, b, hkv, pos, d, out, lse2, sq, num_kv_heads, group, o_stride_b, o_stride_h,
+                       o_stride_s, flags);
     } else {
+      // Every O row of the workspace is 16-byte aligned (workspace_block).
       const long long rs = (long long)row * tgt.stride + tgt.slot;
       if (d == 0) tgt.lse[rs] = lse2;
-      tgt.o[rs * D + d] = out;
+      *reinterpret_cast<u32x4 *>(tgt.o + rs * D + d) =
+          u32x4{float_to_bits(out[0]), float_to_bits(out[1]), float_to_bits(out[2]), float_to_bits(out[3])};
     }
   }
 }

@@ -155,13 +155,20 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
     for (int n = 0; n < KL; ++n) qw[n] = load16_dep_if(qp + 16 * n, true);
   }
   const Lengths seg = pc != nullptr ? pc->seg : segment<T>(seq_lens, b, capacity, split, num_splits);
-  const int limit = row_ok ? row_limit(rp, seg.valid, sq, flags) : 0;  // keys (exclusive) row c16 sees
-  const float qscale = scale * kLog2e;  // scores in log2 units, scaled in fp32 after the product
+  // The keys (exclusive) row c16 sees within the segment. A padding row sees all: its q
+  // is zeros, its results are never used, and then only a live row's last chunk needs a
+  // mask (clamped loads give every position a real token's K).
+  const int limit = row_ok ? imin(seg.end, row_limit(rp, seg.valid, sq, flags)) : 0x7fffffff;
+  // Scores in log2 units, scaled where they are exponentiated (one fma with the row's
+  // max), by a positive qscale: a negative scale flips q's signs instead (exact), and a
+  // zero one is the smallest normal float (a score times it stays finite, a masked one -inf).
+  const float qscale = max32((scale < 0.f ? -scale : scale) * kLog2e, kMinNormal);
+  const u32 qsign = scale < 0.f ? 0x80008000u : 0u;
   u32 qb[KS][2];  // q as the B operand of step s: elements 4s .. 4s + 3 of the quarter (0: padding)
 #pragma unroll
   for (int s = 0; s < KS; ++s) {
-    qb[s][0] = row_ok ? word_of(qw[s / 2], (2 * s) % 4) : 0u;
-    qb[s][1] = row_ok ? word_of(qw[s / 2], (2 * s) % 4 + 1) : 0u;
+    qb[s][0] = row_ok ? word_of(qw[s / 2], (2 * s) % 4) ^ qsign : 0u;
+    qb[s][1] = row_ok ? word_of(qw[s / 2], (2 * s) % 4 + 1) ^ qsign : 0u;
   }
 
   float run_max = kNegInf, run_sum = 0.f;  // row c16's (the same in its four lanes; the sum is per lane)
@@ -218,36 +225,44 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
         mfma16<DT>(c, a, qb[s]);
       }
 #pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const int pos = tok0 + 16 * n + 4 * q4 + r;
-        sc[n][r] = pos < seg.end && pos < limit ? c[r] * qscale : kNegInf;
-      }
+      for (int r = 0; r < 4; ++r) sc[n][r] = c[r];  // unscaled
+    }
+    if (tok0 + T::kChunk > limit) {  // the segment's last chunk, or a causal row's
+#pragma unroll
+      for (int n = 0; n < NT; ++n)
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+          if (tok0 + 16 * n + 4 * q4 + r >= limit) sc[n][r] = kNegInf;
     }
     // One rescale per chunk: the row's max over its four lanes.
-    float m = run_max;
+    float mc = kNegInf;
 #pragma unroll
     for (int n = 0; n < NT; ++n)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) m = max32(m, sc[n][r]);
-    m = max32(m, shfl_xor(m, 16));
-    m = max32(m, shfl_xor(m, 32));
+      for (int r = 0; r < 4; ++r) mc = max32(mc, sc[n][r]);
+    mc = max32(mc, shfl_xor(mc, 16));
+    mc = max32(mc, shfl_xor(mc, 32));
+    const float m = max32(run_max, mc * qscale);
     // A row with nothing live so far keeps 0 as its reference: exp2(-inf - 0) = 0, no NaN.
     const float ref = m == kNegInf ? 0.f : m;
-    const float alpha = fast_exp2(run_max - ref);
+    const bool grew = m > run_max;
+    const float alpha = grew ? fast_exp2(run_max - ref) : 1.f;
     run_max = m;
     run_sum *= alpha;
+    if (wave_any(grew)) {  // no row's max grew: O needs no rescale
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {  // O row 4 q4 + r takes the factor of the lanes of that row
-      const float ar = bits_to_float((u32)shfl_idx((int)float_to_bits(alpha), 4 * q4 + r));
+      for (int r = 0; r < 4; ++r) {  // O row 4 q4 + r takes the factor of the lanes of that row
+        const float ar = bits_to_float((u32)shfl_idx((int)float_to_bits(alpha), 4 * q4 + r));
 #pragma unroll
-      for (int t = 0; t < KS; ++t) acc[t][r] *= ar;
+        for (int t = 0; t < KS; ++t) acc[t][r] *= ar;
+      }
     }
 #pragma unroll
     for (int n = 0; n < NT; ++n) {
       u32 h[4];
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
-        h[r] = pack1<DT>(fast_exp2(sc[n][r] - ref));
+        h[r] = pack1<DT>(fast_exp2(fma32(sc[n][r], qscale, -ref)));
         run_sum += DT == kBF16 ? bits_to_float(h[r] << 16) : half_to_float((u16)h[r]);
       }
       const u32 pa[2] = {h[0] | (h[1] << 16), h[2] | (h[3] << 16)};

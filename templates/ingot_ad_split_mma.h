@@ -131,10 +131,23 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
   }
   const Lengths seg = pc != nullptr ? pc->seg : segment<T>(seq_lens, b, capacity, split, num_splits);
   trace.length_known(seg.end);  // after q's loads are issued: waits for the length only
-  const float qscale = scale * kLog2e;
-  int limit[NH];  // the keys (exclusive) rows g (and g + 8) see
-  limit[0] = row_ok ? row_limit(rp, seg.valid, sq, flags) : 0;
-  if constexpr (NH > 1) limit[NH - 1] = row_ok8 ? row_limit(rp8, seg.valid, sq, flags) : 0;
+  // Scores are scaled where they are exponentiated (one fma with the row's max), by a
+  // positive qscale: a negative scale flips q's signs instead (exact), and a zero one is
+  // the smallest normal float (a score times it stays finite, a masked one -inf).
+  const float qscale = max32((scale < 0.f ? -scale : scale) * kLog2e, kMinNormal);
+  if (scale < 0.f) {
+#pragma unroll
+    for (int j = 0; j < NKS; ++j)
+#pragma unroll
+      for (int x = 0; x < 4; ++x) qa[j][x] ^= 0x80008000u;
+  }
+  // The keys (exclusive) rows g (and g + 8) see within the segment. A padding row (past
+  // the group's rows, or g past the wave's) sees all: its q is zeros, its scores and
+  // results are never used, and then only the last chunk of a live row needs a mask.
+  int limit[NH];
+  limit[0] = row_ok ? imin(seg.end, row_limit(rp, seg.valid, sq, flags)) : 0x7fffffff;
+  if constexpr (NH > 1) limit[NH - 1] = row_ok8 ? imin(seg.end, row_limit(rp8, seg.valid, sq, flags)) : 0x7fffffff;
+  const int limit_min = NH > 1 ? imin(limit[0], limit[NH - 1]) : limit[0];
 
   float run_max[NH], run_sum[NH];
 #pragma unroll
@@ -165,11 +178,8 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
   // chunk g + 8cc): registers, or the ring, read where they are used so that a
   // chunk of head dim 256 need not sit in registers whole.
   auto consume = [&](int tok0, auto &&kf, auto &&vf) {
-    // S for rows g + 8h, tokens 8u + 2qd + e.
+    // S (unscaled) for rows g + 8h, tokens 8u + 2qd + e.
     float sc[NU][NH][2];
-    float cmax[NH];
-#pragma unroll
-    for (int h = 0; h < NH; ++h) cmax[h] = run_max[h];
 #pragma unroll
     for (int u = 0; u < NU; ++u) {
       float c[4] = {0.f, 0.f, 0.f, 0.f};
@@ -182,27 +192,45 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
 #pragma unroll
       for (int h = 0; h < NH; ++h)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int pos = tok0 + 8 * u + 2 * qd + e;
-          sc[u][h][e] = (pos < seg.end && pos < limit[h]) ? c[2 * h + e] * qscale : kNegInf;
-          cmax[h] = max32(cmax[h], sc[u][h][e]);
-        }
+        for (int e = 0; e < 2; ++e) sc[u][h][e] = c[2 * h + e];
+    }
+    if (tok0 + C > limit_min) {  // the segment's last chunk, or a causal row's
+#pragma unroll
+      for (int u = 0; u < NU; ++u)
+#pragma unroll
+        for (int h = 0; h < NH; ++h)
+#pragma unroll
+          for (int e = 0; e < 2; ++e)
+            if (tok0 + 8 * u + 2 * qd + e >= limit[h]) sc[u][h][e] = kNegInf;
     }
     // One rescale per chunk and row; the quad shares the row.
     float ref[NH], alpha[NH];
+    bool grew = false;
 #pragma unroll
     for (int h = 0; h < NH; ++h) {
-      cmax[h] = max32(cmax[h], shfl_xor(cmax[h], 1));
-      cmax[h] = max32(cmax[h], shfl_xor(cmax[h], 2));
-      ref[h] = cmax[h] == kNegInf ? 0.f : cmax[h];
-      alpha[h] = fast_exp2(run_max[h] - ref[h]);
-      run_max[h] = cmax[h];
+      float cmax = kNegInf;
+#pragma unroll
+      for (int u = 0; u < NU; ++u)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) cmax = max32(cmax, sc[u][h][e]);
+      cmax = max32(cmax, shfl_xor(cmax, 1));
+      cmax = max32(cmax, shfl_xor(cmax, 2));
+      const float m = max32(run_max[h], cmax * qscale);
+      ref[h] = m == kNegInf ? 0.f : m;
+      alpha[h] = m > run_max[h] ? fast_exp2(run_max[h] - ref[h]) : 1.f;
+      grew = grew || m > run_max[h];
+      run_max[h] = m;
       run_sum[h] *= alpha[h];
     }
+    // Ring kernels: O is rescaled only when a row's max grew (the common chunk needs no
+    // rescale). The register pipeline always rescales: the branch costs it registers it
+    // has not got (spills at head dim 128 with the next chunk in flight).
+    if (NS == 0 || wave_any(grew)) {
 #pragma unroll
-    for (int i = 0; i < NDT; ++i)
+      for (int i = 0; i < NDT; ++i)
 #pragma unroll
-      for (int e = 0; e < 2 * NH; ++e) acc[i][e] *= alpha[e / 2];
+        for (int e = 0; e < 2 * NH; ++e) acc[i][e] *= alpha[e / 2];
+    }
     float pr[NU][NH][2];
 #pragma unroll
     for (int u = 0; u < NU; ++u)
@@ -210,7 +238,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
       for (int h = 0; h < NH; ++h)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          pr[u][h][e] = fast_exp2(sc[u][h][e] - ref[h]);
+          pr[u][h][e] = fast_exp2(fma32(sc[u][h][e], qscale, -ref[h]));
           run_sum[h] += pr[u][h][e];
         }
 
@@ -310,11 +338,38 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
     constexpr int NCOPY = (C * CPR + CT - 1) / CT;
     const int ct = T::kRowWaves ? tid : lane;
     constexpr int kIssueUnroll = D > 128 ? 1 : NCOPY;
+    // Where the threads are a whole number of rows (CT a multiple of CPR; not at
+    // head dims 160 and 192, padded to 192: 24 chunks a row), a thread's copies are
+    // rows ct / CPR + n * TS, chunk ct % CPR of each, and where a page holds the
+    // chunk (contiguous KV, or pages of a chunk or more) a copy's source is the
+    // chunk's first row plus an offset fixed for the thread: the n-th is n * 2 * TS *
+    // stride bytes on from the thread's first. A chunk's addresses then take one
+    // multiply each for K and V and a 64-bit add per copy, not a token's offset apiece.
+    constexpr bool kRowCopies = CT % CPR == 0;
+    constexpr int TS = kRowCopies ? CT / CPR : 1;
+    const int t_first = ct / CPR, c_copy = ct % CPR;
+    const long long k_first = 2 * (long long)t_first * k_stride_t + c_copy * 16;
+    const long long v_first = 2 * (long long)t_first * v_stride_t + c_copy * 16;
     auto issue_as = [&](bool small, int slot, int tok0) {  // the wave's chunk at tok0
       u16 *stage = ring + slot * 2 * C * D;
       const long long page = pages.page(tok0);
+      if (kRowCopies && !small) {
+        const char *kp = kbase + 2 * token_off(tok0, page, false, k_stride_b, k_stride_t) + k_first;
+        const char *vp = vbase + 2 * token_off(tok0, page, false, v_stride_b, v_stride_t) + v_first;
 #pragma unroll kIssueUnroll
-      for (int n = 0; n < NCOPY; ++n) {
+        for (int n = 0; n < NCOPY; ++n) {
+          const int t = t_first + TS * n;
+          if ((C * CPR) % CT != 0 && t >= C) break;
+          const bool live = tok0 + t < seg.end && c_copy < DC;
+          copy16_async(k_at(stage, t, c_copy), kp, live);
+          copy16_async(v_at(stage, t, c_copy), vp, live);
+          kp += 2 * TS * k_stride_t;
+          vp += 2 * TS * v_stride_t;
+        }
+        return;
+      }
+#pragma unroll kIssueUnroll
+      for (int n = 0; n < NCOPY; ++n) {  // a token's offset per copy (pages shorter than the chunk: its page)
         const int i = ct + CT * n, t = i / CPR, c = i % CPR;
         if ((C * CPR) % CT != 0 && i >= C * CPR) break;
         const int pos = tok0 + t;

@@ -14,6 +14,7 @@ namespace ingot {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kNegInf = -__builtin_inff();
+constexpr float kMinNormal = 1.17549435e-38f;  // the smallest normal float
 
 // Knob `math`: the SIMT path everywhere, or tensor cores where the arch has them.
 enum Math { kMathSimt = 0, kMathAuto = 1 };

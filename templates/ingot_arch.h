@@ -88,6 +88,8 @@ INGOT_DEVICE void sync_wave() {
   __builtin_amdgcn_wave_barrier();
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
 }
+// Whether p holds in any lane of the wave (the same answer in every lane: a scalar branch).
+INGOT_DEVICE bool wave_any(bool p) { return __builtin_amdgcn_ballot_w64(p) != 0; }
 INGOT_DEVICE u32x4 load16(const void *p) { return *static_cast<const u32x4 *>(p); }
 INGOT_DEVICE u32x2 load8(const void *p) { return *static_cast<const u32x2 *>(p); }
 // Loads only when pred holds; zeros otherwise (p is never dereferenced then).
@@ -144,6 +146,7 @@ INGOT_DEVICE void launch_dependents() {}
 INGOT_DEVICE void sched_fence() { __builtin_amdgcn_sched_barrier(0); }
 INGOT_DEVICE float fast_exp2(float x) { return __builtin_amdgcn_exp2f(x); }
 INGOT_DEVICE float max32(float a, float b) { return __builtin_fmaxf(a, b); }
+INGOT_DEVICE float fma32(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 INGOT_DEVICE float fast_rcp(float x) { return __builtin_amdgcn_rcpf(x); }
 INGOT_DEVICE float fast_log2(float x) { return __builtin_amdgcn_logf(x); }
 INGOT_DEVICE float half_to_float(u16 h) { return (float)__builtin_bit_cast(_Float16, h); }
@@ -164,6 +167,8 @@ INGOT_DEVICE float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffff
 // Lane src's v (src the same in every lane).
 INGOT_DEVICE int shfl_idx(int v, int src) { return __shfl_sync(0xffffffffu, v, src); }
 INGOT_DEVICE void sync_wave() { __syncwarp(); }
+// Whether p holds in any lane of the wave (the same answer in every lane).
+INGOT_DEVICE bool wave_any(bool p) { return __any_sync(0xffffffffu, p); }
 // Predicated loads (one instruction, no branch; the scoreboard waits per register).
 constexpr bool kClampedLoads = false;
 #else
@@ -216,6 +221,17 @@ INGOT_DEVICE float shfl_xor(float v, int mask) {
 }
 // Lane src's v (as on AMD, src may differ from lane to lane).
 INGOT_DEVICE int shfl_idx(int v, int src) { return (int)wave_exchange((u32)v, src); }
+// Whether p holds in any of the wave's 64 lanes: each warp's ballot through the exchange
+// slot, so that both warps of the wave take the same branch (their barriers must match).
+INGOT_DEVICE bool wave_any(bool p) {
+  u32 *slot = wave_slot();
+  const u32 w = __ballot_sync(0xffffffffu, p);
+  if (threadIdx.x % 32 == 0) slot[(threadIdx.x % 64) / 32] = w;
+  sync_wave();
+  const bool any = (slot[0] | slot[1]) != 0u;
+  sync_wave();
+  return any;
+}
 // The AMD archs' clamped loads (templates/ingot_ad_split_simt.h, load_chunk), so
 // that the load path that ships for gfx942 and gfx950 is the one that runs here.
 constexpr bool kClampedLoads = true;
@@ -377,6 +393,7 @@ INGOT_DEVICE unsigned char *dynamic_lds(unsigned bytes) {
   return ingot_dynamic_lds;
 }
 INGOT_DEVICE float max32(float a, float b) { return fmaxf(a, b); }
+INGOT_DEVICE float fma32(float a, float b, float c) { return __fmaf_rn(a, b, c); }
 // Approximate reciprocal: no call into the IEEE division slow path (which
 // costs a stack frame and spills around the call).
 INGOT_DEVICE float fast_rcp(float x) {

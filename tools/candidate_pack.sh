@@ -6,6 +6,8 @@
 # and run bench/decode.py --lib OUT/lib/libingot.so --pack OUT/packs/attention_decode there
 # (or tools/ab_builds.sh against the shipped build/).
 # usage: tools/candidate_pack.sh OUT LIBDIR 'NAME|GROUP|HEAD_DIM|HEADS|KNOBS|LAYOUTS|CAPACITY_LO[;...]'
+#   HEADS: a list of (Hq, Hkv) pairs, or `groups [[LO, HI]]` for the groups a row tile admits
+#   (the multi-query row-wave kernels: `groups [[17, 65535]]`)
 #   e.g. tools/candidate_pack.sh build-w4s4 build/lib \
 #          'mid|4|128|[[8, 2], [32, 8]]|{math: auto, waves: 4, stages: 4}|contiguous|64'
 set -euo pipefail
@@ -24,9 +26,10 @@ out = src[:src.index("\nvariants:")] + "\nvariants:\n"
 for v in spec.split(";"):
     name, group, hd, heads, knobs, layouts, lo = v.split("|")
     pages = "page_sizes: [16, 32, 64, 128], " if "paged" in layouts else ""
+    heads = f"groups: {heads[len('groups'):].strip()}" if heads.startswith("groups") else f"heads: {heads}"
     out += (f"  - name: {name}\n    priority: 1\n    archs: [sm_90]\n    knobs: {knobs}\n"
             f"    axes: {{dtype: [bf16], head_dim: [{hd}], group: [{group}], kv_layout: [{layouts}]}}\n"
-            f"    admit: {{heads: {heads}, batch: [1, 64], capacity: [{lo}, 1048576], {pages}"
+            f"    admit: {{{heads}, batch: [1, 64], capacity: [{lo}, 1048576], {pages}"
             f"masks: [none, causal], lse: true}}\n")
 open(cfg, "w", encoding="utf-8").write(out)
 PY
@@ -34,7 +37,7 @@ PYTHONPATH="$root/generator" INGOT_TEMPLATE_DIR="$root/templates" "$py" -m ingot
 mkdir -p "$work/obj/sm_90"
 for f in "$work"/gen/attention_decode/kernels/sm_90/*.hip; do
   b=$(basename "$f" .hip)
-  "$nvcc" -x cu -std=c++17 -cubin -arch=sm_90 -O3 -I "$root/templates" -o "$work/obj/sm_90/$b.sm_90.cubin" "$f"
+  "$nvcc" -x cu -std=c++17 -cubin -arch=sm_90 -O3 ${INGOT_NVCC_FLAGS:-} -I "$root/templates" -o "$work/obj/sm_90/$b.sm_90.cubin" "$f"
 done
 rm -rf "$out/packs/attention_decode"
 PYTHONPATH="$root/generator" "$py" -m ingot package --quiet --generated "$work/gen/attention_decode" \

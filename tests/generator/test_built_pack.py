@@ -182,9 +182,13 @@ def code_object_version_problems(pack_dir):
 # out below 9 rows) ptxas numbers the ring kernels' running max and sum in another order (the PTX
 # differs in register names only) and the head-dim-256 rings spill 96 (contiguous) and 184 (paged)
 # bytes; timed on the H200 against the build before in one call (docs/decisions/0030).
+# Since decision 0040 (fewer instructions a chunk) the head-dim-256 rings spill less (16 and 120) and
+# two kernels 8 bytes each: the paged register pipeline at head dims 80 and 96 (its balanced split
+# only), and the paged head-dim-64 row-wave kernel held to 128 registers for three workgroups an SM.
 # Any other sm_90 spill or scratch, or a larger one, is new.
 KNOWN_SM90_SPILLS = re.compile(r"^attention_decode_(bf16|fp16)_(d256_g[48]_sq1_(contig|paged)_w4t16_tcs3|"
-                               r"d(112|128)_g[148]_sq[14]_paged_w[48]t16_tc) sm_90 (?:balanced_)?split: "
+                               r"d(80|96|112|128)_g[148]_sq[14]_paged_w[48]t16_tc|"
+                               r"d64_g80_sq1_paged_w5t32o3_tcs4rw) sm_90 (?:balanced_)?split: "
                                r"scratch (\d+), spill (\d+)$")
 KNOWN_SM90_SPILL_BYTES = 184
 

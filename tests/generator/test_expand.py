@@ -98,8 +98,9 @@ class RealConfigTest(unittest.TestCase):
             tc = {"auto": "_tc", "simt": ""}[inst.math]
             st = f"s{inst.stages}" if inst.stages else ""
             rw = "rw" if inst.row_waves else ""
+            occ = f"o{inst.occupancy}" if inst.occupancy else ""
             self.assertEqual(inst.name, f"attention_decode_{inst.dtype}_d{inst.head_dim}_g{inst.group}"
-                                        f"_sq{inst.max_sq}_{layout}_w{inst.waves}t{inst.tokens_per_wave}{tc}{st}{rw}")
+                                        f"_sq{inst.max_sq}_{layout}_w{inst.waves}t{inst.tokens_per_wave}{occ}{tc}{st}{rw}")
 
     def test_knob_overrides_apply_per_variant(self):
         # Each instance carries the pack's knobs overridden by its variant's (read from the config).

@@ -92,6 +92,16 @@ INGOT_DEVICE float shfl_xor(float v, int mask) {
   return bits_to_float(wave_exchange(float_to_bits(v), (t_sim_tid % 64) ^ mask));
 }
 INGOT_DEVICE int shfl_idx(int v, int src) { return (int)wave_exchange((u32)v, src); }
+// Whether p holds in any of the wave's 64 lanes (the same answer in every lane).
+INGOT_DEVICE bool wave_any(bool p) {
+  u32 *slot = wave_slot();
+  slot[t_sim_tid % 64] = p ? 1u : 0u;
+  sync_wave();
+  bool any = false;
+  for (int l = 0; l < 64; ++l) any = any || slot[l] != 0u;
+  sync_wave();
+  return any;
+}
 
 INGOT_DEVICE u32x4 load16(const void *p) {
   u32x4 r;
@@ -113,6 +123,7 @@ INGOT_DEVICE void launch_dependents() {}
 INGOT_DEVICE void sched_fence() {}  // AMD's scheduling fence: nothing to order on the CPU
 INGOT_DEVICE float fast_exp2(float x) { return std::exp2(x); }
 INGOT_DEVICE float max32(float a, float b) { return std::fmax(a, b); }
+INGOT_DEVICE float fma32(float a, float b, float c) { return std::fma(a, b, c); }
 INGOT_DEVICE float fast_rcp(float x) { return 1.0f / x; }
 INGOT_DEVICE float fast_log2(float x) { return std::log2(x); }
 INGOT_DEVICE float half_to_float(u16 h) {
