@@ -250,7 +250,10 @@ int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *
   g.lse = desc(INGOT_DTYPE_FP32, 3, ld);
   g.seq_lens = desc(INGOT_DTYPE_INT32, 1, bd);
   g.capacity = cap, g.mask = causal ? INGOT_MASK_CAUSAL : INGOT_MASK_NONE, g.mask_align = INGOT_ALIGN_BOTTOM_RIGHT;
-  g.scale = 1.0f / std::sqrt((float)D);
+  // The usual 1/sqrt(D) mostly; a negative, a zero and a larger scale too (the kernels scale
+  // in the exponent's fma, a negative scale folded into q's signs, a zero one kept finite).
+  const float scales[6] = {1.0f, 1.0f, 1.0f, -1.0f, 0.0f, 2.5f};
+  g.scale = scales[rnd() % 6] / std::sqrt((float)D);
 
   // The launches and kernargs as the dispatch stub makes them. Balanced: per KV
   // head a block of units + B slots, then the merge's list (its count, an entry per sequence) as int64.
