@@ -56,8 +56,6 @@ INGOT_DEVICE void advance(RowPos &p, int by, int group) {
   }
 }
 
-INGOT_DEVICE int imin(int a, int b) { return a < b ? a : b; }
-
 // Last key (exclusive) that the row at p may see; 0 for a padding row (query token past sq).
 INGOT_DEVICE int row_limit(RowPos p, int valid, int sq, int flags) {
   const int i = p.i;     // query token of this row
@@ -65,6 +63,15 @@ INGOT_DEVICE int row_limit(RowPos p, int valid, int sq, int flags) {
   if (!(flags & kFlagCausal)) return valid;
   if (flags & kFlagTopLeft) return i + 1 < valid ? i + 1 : valid;
   return valid - sq + 1 + i;
+}
+
+INGOT_DEVICE int imin(int a, int b) { return a < b ? a : b; }
+
+// The keys (exclusive) the row at p sees within segment seg, for the paths that mask only
+// the chunks reaching a row's limit. A padding row (live false) gets no limit: its q is
+// zeros and its results are never read, so only a live row's last chunk needs a mask.
+INGOT_DEVICE int segment_limit(bool live, RowPos p, const Lengths &seg, int sq, int flags) {
+  return live ? imin(seg.end, row_limit(p, seg.valid, sq, flags)) : 0x7fffffff;
 }
 
 // Row blocks of one KV head: group x sq rows, ROWS per workgroup.

@@ -155,10 +155,9 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
     for (int n = 0; n < KL; ++n) qw[n] = load16_dep_if(qp + 16 * n, true);
   }
   const Lengths seg = pc != nullptr ? pc->seg : segment<T>(seq_lens, b, capacity, split, num_splits);
-  // The keys (exclusive) row c16 sees within the segment. A padding row sees all: its q
-  // is zeros, its results are never used, and then only a live row's last chunk needs a
-  // mask (clamped loads give every position a real token's K).
-  const int limit = row_ok ? imin(seg.end, row_limit(rp, seg.valid, sq, flags)) : 0x7fffffff;
+  // The keys (exclusive) row c16 sees within the segment (a padding row: all; clamped
+  // loads give every position a real token's K, so its scores stay finite).
+  const int limit = segment_limit(row_ok, rp, seg, sq, flags);
   // Scores in log2 units, scaled where they are exponentiated (one fma with the row's
   // max), by a positive qscale: a negative scale flips q's signs instead (exact), and a
   // zero one is the smallest normal float (a score times it stays finite, a masked one -inf).

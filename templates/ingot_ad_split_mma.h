@@ -141,12 +141,11 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
 #pragma unroll
       for (int x = 0; x < 4; ++x) qa[j][x] ^= 0x80008000u;
   }
-  // The keys (exclusive) rows g (and g + 8) see within the segment. A padding row (past
-  // the group's rows, or g past the wave's) sees all: its q is zeros, its scores and
-  // results are never used, and then only the last chunk of a live row needs a mask.
+  // The keys (exclusive) rows g (and g + 8) see within the segment (a padding row, past the
+  // group's rows or g past the wave's: all).
   int limit[NH];
-  limit[0] = row_ok ? imin(seg.end, row_limit(rp, seg.valid, sq, flags)) : 0x7fffffff;
-  if constexpr (NH > 1) limit[NH - 1] = row_ok8 ? imin(seg.end, row_limit(rp8, seg.valid, sq, flags)) : 0x7fffffff;
+  limit[0] = segment_limit(row_ok, rp, seg, sq, flags);
+  if constexpr (NH > 1) limit[NH - 1] = segment_limit(row_ok8, rp8, seg, sq, flags);
   const int limit_min = NH > 1 ? imin(limit[0], limit[NH - 1]) : limit[0];
 
   float run_max[NH], run_sum[NH];
