@@ -1,7 +1,7 @@
 // ingot_ad_addressing.h: where a workgroup's work and results are: its rows
 // (RowPos: row = query token x group + head in group; row_limit, the keys a row
 // sees; row_blocks), its segment of the valid tokens (Lengths, segment), its
-// place in the split grid (SplitBlock, split_block), the output (store_row), and
+// place in the split grid (SplitBlock, split_block), the output (store_cols), and
 // the workspace layout of the fp32 partials: the uniform plan's (lse_floats,
 // workspace_block) and the balanced plan's (Piece, balanced_list_offset; where
 // a split workgroup's rows go: SplitTarget, split_target). The balanced plan's
@@ -97,20 +97,6 @@ INGOT_DEVICE SplitBlock split_block(int group, int sq, int num_kv_heads) {
 }
 
 // ---- the output ----------------------------------------------------------------
-
-// Writes one output element (and, from d == 0, the row's LSE in natural log).
-template <class T>
-INGOT_DEVICE void store_row(void *o, float *lse, int b, int hkv, RowPos p, int d, float out, float lse2, int sq,
-                            int num_kv_heads, int group, long long o_stride_b, long long o_stride_h,
-                            long long o_stride_s, int flags) {
-  const int g = p.g, i = p.i;
-  if (i >= sq) return;
-  const long long h = (long long)hkv * group + g;
-  u16 *op = static_cast<u16 *>(o);
-  op[b * o_stride_b + h * o_stride_h + i * o_stride_s + d] = pack1<T::kDType>(out);
-  if (d == 0 && (flags & kFlagWriteLse))
-    lse[((long long)b * num_kv_heads * group + h) * sq + i] = lse2 * kLn2;
-}
 
 // Writes N consecutive output elements of a row from column d (and, from d == 0, the row's LSE).
 template <class T, int N>

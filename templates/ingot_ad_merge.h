@@ -123,10 +123,11 @@ INGOT_DEVICE void merge_compact(const MergeSource &src, int tid, int bx, int hkv
   const float inv = den > 0.f ? fast_rcp(den) : 0.f;
   const float lse2 = den > 0.f ? m + fast_log2(den) : kNegInf;
   const RowPos pos = row_pos(row, group);
+  float out[4];
 #pragma unroll
-  for (int e = 0; e < 4; ++e)
-    store_row<T>(o, lse, b, hkv, pos, c0 + e, acc[e] * inv, lse2, sq, num_kv_heads, group, o_stride_b,
-                 o_stride_h, o_stride_s, flags);
+  for (int e = 0; e < 4; ++e) out[e] = acc[e] * inv;
+  store_cols<T, 4>(o, lse, b, hkv, pos, c0, out, lse2, sq, num_kv_heads, group, o_stride_b, o_stride_h, o_stride_s,
+                   flags);
 }
 
 // Wide merge (above): one sequence's row and column block. kBalanced: its
@@ -198,11 +199,11 @@ INGOT_DEVICE void merge_wide(const MergeSource &msrc, int tid, int bx, int hkv, 
   for (int e = 0; e < 4; ++e) sh.part[sgroup][quad * 4 + e] = acc[e];
   sync_block();
   if (tid < kCols) {
-    float out = 0.f;
+    float out[1] = {0.f};
 #pragma unroll
-    for (int g = 0; g < kGroups; ++g) out += sh.part[g][tid];
-    store_row<T>(o, lse, b, hkv, row_pos(row, group), c0 + tid, out, sh.lse2, sq, num_kv_heads, group, o_stride_b,
-                 o_stride_h, o_stride_s, flags);
+    for (int g = 0; g < kGroups; ++g) out[0] += sh.part[g][tid];
+    store_cols<T, 1>(o, lse, b, hkv, row_pos(row, group), c0 + tid, out, sh.lse2, sq, num_kv_heads, group,
+                     o_stride_b, o_stride_h, o_stride_s, flags);
   }
   if constexpr (kBalanced) sync_block();  // sh.part and sh.lse2 read before the next sequence writes them
 }

@@ -45,11 +45,21 @@
 
 namespace ingot {
 
-// Token `off` of the wave's chunk at tok0, clamped into [begin, end) as
-// ClampedPages::clamp does (needs begin < end).
-INGOT_DEVICE int clamp_token(int tok0, int off, int begin, int end) {
-  const int pos = tok0 >= end ? begin + off : tok0 + off;
-  return pos < end ? pos : end - 1;
+// The chunk at tok0 as its loads see it, clamped into the segment [begin, end)
+// (needs begin < end): its first token `base` (a chunk wholly past the end: the
+// segment's first chunk) and `last`, the offset from base of the segment's last
+// token. Token `off` of the chunk loads token base + min(off, last): a token past
+// the end reads the last valid one. base and last are the same across the wave,
+// so a lane's address is the chunk's (one per wave) plus its own clamped offset.
+struct ChunkSpan {
+  int base, last;
+};
+INGOT_DEVICE ChunkSpan chunk_span(int tok0, int begin, int end) {
+  const int base = tok0 >= end ? begin : tok0;
+  return ChunkSpan{base, end - 1 - base};
+}
+INGOT_DEVICE unsigned span_offset(const ChunkSpan &c, int off) {
+  return (unsigned)off < (unsigned)c.last ? (unsigned)off : (unsigned)c.last;
 }
 
 // Word i (0..3) of a 16-byte load, (0..1) of an 8-byte one.
@@ -71,14 +81,16 @@ struct VLoad<4> {
   static INGOT_DEVICE W load(const void *p) { return load8(p); }
 };
 
-// The page-table entries of the tokens a lane of the matrix-core path loads
-// (paged KV): its K token of each tile (16 n + l % 16) and its four V tokens
-// (16 n + 4 (l / 16) + j), read two chunks ahead, unconditionally, from clamped
-// tokens, so that no load waits on a branch (the SIMT path's ClampedPages, with
-// this path's tokens).
-template <class T>
+// The page-table entries of the matrix-core path's chunks (paged KV), read two
+// chunks ahead, unconditionally, from clamped tokens, so that no load waits on a
+// branch (the SIMT path's ClampedPages, with this path's tokens). Pages of a chunk
+// or more (kSmall false): the chunk's one entry (a chunk starts on a multiple of
+// the chunk, so it lies in one page). Pages shorter than a chunk (kSmall): the
+// entry of each token a lane loads, its K token of each tile (16 n + l % 16) and
+// its four V tokens (16 n + 4 (l / 16) + j).
+template <class T, bool kSmall>
 struct MfmaPages {
-  static constexpr int NT = T::kChunk / 16, N = 5 * NT;
+  static constexpr int NT = T::kChunk / 16, N = kSmall ? 5 * NT : 1;
   const int *table;
   int begin, end, shift, c16, q4;
   int ent[2][N];
@@ -94,13 +106,19 @@ struct MfmaPages {
       }
     }
   }
-  // Entry i: K token of tile i (i < NT), else V token j of tile n (i = NT + 4 n + j).
+  // Entry i's token in its chunk: K token of tile i (i < NT), else V token j of tile n (i = NT + 4 n + j).
   INGOT_DEVICE int offset(int i) const {
     return i < NT ? 16 * i + c16 : 16 * ((i - NT) / 4) + 4 * q4 + (i - NT) % 4;
   }
+  // A chunk's one entry is read as a vector load (its index through opaque), not a
+  // scalar one: AMD's scalar loads finish out of order, and the wait for one would be a
+  // wait for all of them (lgkmcnt(0)), at the next ds_bpermute of the chunk's math;
+  // vector loads return in order, behind the chunk's K and V.
   INGOT_DEVICE void fetch(int tok0, int (&e)[N]) const {
+    const ChunkSpan c = chunk_span(tok0, begin, end);
 #pragma unroll
-    for (int i = 0; i < N; ++i) e[i] = load_dep(table + (clamp_token(tok0, offset(i), begin, end) >> shift));
+    for (int i = 0; i < N; ++i)
+      e[i] = load_dep(table + (kSmall ? (c.base + (int)span_offset(c, offset(i))) >> shift : opaque(c.base >> shift)));
   }
   // The entries of the chunk at tok0 (the wave's chunks in order, one call each).
   INGOT_DEVICE void pages(int tok0, int (&out)[N]) {
@@ -134,7 +152,7 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
   const int b = pc != nullptr ? pc->b : block_z();
   // This wave's rows (row_waves: its own of the block's) and chunk of each step.
   const WaveSlot ws = wave_slot<T>(wave, row0, group * sq);
-  const int tw = token_wave<T>(wave);
+  const int tw = wave_uniform(token_wave<T>(wave));
 
   grid_dependency_wait();
 
@@ -177,41 +195,26 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
 #pragma unroll
     for (int r = 0; r < 4; ++r) acc[t][r] = 0.f;
 
-  const char *kbase = static_cast<const char *>(k) + 2 * (hkv * k_stride_h + q4 * KE);
-  const char *vbase = static_cast<const char *>(v) + 2 * (hkv * v_stride_h + KS * c16);
+  // K and V of this workgroup's KV head (contiguous KV: of sequence b too), and the
+  // lane's own part of a token's address: its quarter of K, its D / 16 elements of V.
+  const char *kseq = static_cast<const char *>(k) + 2 * (hkv * k_stride_h);
+  const char *vseq = static_cast<const char *>(v) + 2 * (hkv * v_stride_h);
   if (!T::kPaged) {
-    kbase += 2 * b * k_stride_b;
-    vbase += 2 * b * v_stride_b;
+    kseq += 2 * b * k_stride_b;
+    vseq += 2 * b * v_stride_b;
   }
-  MfmaPages<T> pages(page_table, page_table_stride, b, page_size, seg, tw, lane);
-
-  // The wave's chunk at tok0: lane l's K quarter of token 16 n + c16 and its V
-  // elements of tokens 16 n + 4 q4 + j, every lane unconditionally from a
-  // clamped token (see above).
-  auto load_chunk = [&](int tok0, u32x4 (&kw)[NT][KL], VW (&vw)[NT][4][VL]) {
-    int pg[MfmaPages<T>::N] = {};
-    if constexpr (T::kPaged) pages.pages(tok0, pg);
-    // Entry i's token, and its element offset from kbase / vbase (stride_b: K's or V's).
-    auto offset_of = [&](int i, long long stride_b, long long stride_t) -> long long {
-      const int tok = clamp_token(tok0, pages.offset(i), seg.begin, seg.end);
-      if (T::kPaged) return pg[i] * stride_b + (long long)(tok & (page_size - 1)) * stride_t;
-      return (long long)tok * stride_t;
-    };
+  const int k_lane = 2 * q4 * KE, v_lane = 2 * KS * c16;
+  // A lane's tokens, bytes on from its chunk's first (contiguous KV, or pages of a
+  // chunk or more): its K token of tile n, 16 n + c16, and its first V token of it,
+  // 16 n + 4 q4 (the next three a V token stride each further on). Fixed for the
+  // kernel: a chunk's addresses are one base and adds, not a multiply per token.
+  long long k_fixed[NT], v_fixed[NT];
 #pragma unroll
-    for (int n = 0; n < NT; ++n) {
-      const long long off = offset_of(n, k_stride_b, k_stride_t);
-#pragma unroll
-      for (int l = 0; l < KL; ++l) kw[n][l] = load16(kbase + 2 * off + 16 * l);
-    }
-#pragma unroll
-    for (int n = 0; n < NT; ++n)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const long long off = offset_of(NT + 4 * n + j, v_stride_b, v_stride_t);
-#pragma unroll
-        for (int l = 0; l < VL; ++l) vw[n][j][l] = VLoad<KS>::load(vbase + 2 * off + sizeof(VW) * l);
-      }
-  };
+  for (int n = 0; n < NT; ++n) {
+    k_fixed[n] = 2 * (16 * n + c16) * k_stride_t;
+    v_fixed[n] = 2 * (16 * n + 4 * q4) * v_stride_t;
+  }
+  const long long v_token = 2 * v_stride_t;
 
   auto step = [&](int tok0, const u32x4 (&kw)[NT][KL], const VW (&vw)[NT][4][VL]) {
     float sc[NT][4];  // row c16's scores of tokens 16 n + 4 q4 + r
@@ -284,19 +287,76 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
     }
   };
 
-  // Two chunks per iteration, each step's math with the next chunk's loads in flight,
-  // and an odd last chunk after the loop. The loop body has no branch out of its
-  // middle: with one, LLVM sinks the first load_chunk into the block after it, next
-  // to its use. A sched_fence after each load_chunk keeps the machine scheduler from
-  // doing the same within the block (fp16 kept a chunk in flight for 30-50% of the
-  // loop's math without them; docs/decisions/0024-amd-mfma-fp16.md). Where no chunk
-  // is left, the last iteration's second load_chunk reads the segment's first tokens
-  // again (clamp_token): cached lines, and nothing of them is used.
-  u32x4 ka[NT][KL], kb[NT][KL];
-  VW va[NT][4][VL], vb[NT][4][VL];
-  // An empty segment loads nothing (clamped loads need a token), nor does a wave
-  // of padding rows only (row_waves).
-  if (seg.begin < seg.end && ws.live) {
+  // The wave's chunks, pages of a chunk or more or contiguous KV (kSmall false) or
+  // pages shorter than a chunk (kSmall): each a copy of the loop below.
+  auto stream = [&](auto small_pages) {
+    constexpr bool kSmall = decltype(small_pages)::value;
+    MfmaPages<T, kSmall> pages(page_table, page_table_stride, b, page_size, seg, tw, lane);
+    // The wave's chunk at tok0: lane l's K quarter of token 16 n + c16 and its V
+    // elements of tokens 16 n + 4 q4 + j, every lane unconditionally from a
+    // clamped token (see above). Contiguous KV and pages of a chunk or more: the
+    // chunk's address (one for the wave) plus the lane's clamped token times the
+    // token stride; pages shorter than a chunk: each token's page and place in it.
+    auto load_chunk = [&](int tok0, u32x4 (&kw)[NT][KL], VW (&vw)[NT][4][VL]) {
+      int pg[MfmaPages<T, kSmall>::N] = {};
+      if constexpr (T::kPaged) pages.pages(tok0, pg);
+      const ChunkSpan cs = chunk_span(tok0, seg.begin, seg.end);
+      if constexpr (kSmall) {  // each token's page and place in it
+        auto address = [&](const char *base, int lane_part, int i, long long stride_b, long long stride_t) {
+          const int tok = cs.base + (int)span_offset(cs, pages.offset(i));
+          return base + lane_part + 2 * (pg[i] * stride_b + (long long)(tok & (page_size - 1)) * stride_t);
+        };
+#pragma unroll
+        for (int n = 0; n < NT; ++n) {
+          const char *kp = address(kseq, k_lane, n, k_stride_b, k_stride_t);
+#pragma unroll
+          for (int l = 0; l < KL; ++l) kw[n][l] = load16(kp + 16 * l);
+        }
+#pragma unroll
+        for (int n = 0; n < NT; ++n)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const char *vp = address(vseq, v_lane, NT + 4 * n + j, v_stride_b, v_stride_t);
+#pragma unroll
+            for (int l = 0; l < VL; ++l) vw[n][j][l] = VLoad<KS>::load(vp + sizeof(VW) * l);
+          }
+      } else {
+        // The chunk's first token (the wave's), this lane's part of it, and its last
+        // token's: a lane's token is its fixed offset on from the first, or the last
+        // where it is past it.
+        const long long in_page = T::kPaged ? cs.base & (page_size - 1) : cs.base;
+        const long long page = T::kPaged ? wave_uniform(pg[0]) : 0;  // the chunk's (the wave's) page
+        const char *kc = kseq + k_lane + 2 * (page * k_stride_b + in_page * k_stride_t);
+        const char *vc = vseq + v_lane + 2 * (page * v_stride_b + in_page * v_stride_t);
+        const char *klast = kc + 2 * (long long)cs.last * k_stride_t;
+        const char *vlast = vc + 2 * (long long)cs.last * v_stride_t;
+#pragma unroll
+        for (int n = 0; n < NT; ++n) {
+          const char *kp = 16 * n + c16 <= cs.last ? kc + k_fixed[n] : klast;
+#pragma unroll
+          for (int l = 0; l < KL; ++l) kw[n][l] = load16(kp + 16 * l);
+        }
+#pragma unroll
+        for (int n = 0; n < NT; ++n)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const char *vp = 16 * n + 4 * q4 + j <= cs.last ? vc + v_fixed[n] + j * v_token : vlast;
+#pragma unroll
+            for (int l = 0; l < VL; ++l) vw[n][j][l] = VLoad<KS>::load(vp + sizeof(VW) * l);
+          }
+      }
+    };
+
+    // Two chunks per iteration, each step's math with the next chunk's loads in flight,
+    // and an odd last chunk after the loop. The loop body has no branch out of its
+    // middle: with one, LLVM sinks the first load_chunk into the block after it, next
+    // to its use. A sched_fence after each load_chunk keeps the machine scheduler from
+    // doing the same within the block (fp16 kept a chunk in flight for 30-50% of the
+    // loop's math without them; docs/decisions/0024-amd-mfma-fp16.md). Where no chunk
+    // is left, the last iteration's second load_chunk reads the segment's first tokens
+    // again (chunk_span): cached lines, and nothing of them is used.
+    u32x4 ka[NT][KL], kb[NT][KL];
+    VW va[NT][4][VL], vb[NT][4][VL];
     load_chunk(seg.begin + tw * T::kChunk, ka, va);
     int tile = seg.begin;
     for (; tile + T::kTile < seg.end; tile += 2 * T::kTile) {
@@ -309,6 +369,14 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
       step(tok0 + T::kTile, kb, vb);
     }
     if (tile < seg.end) step(tile + tw * T::kChunk, ka, va);
+  };
+  // An empty segment loads nothing (clamped loads need a token), nor does a wave
+  // of padding rows only (row_waves).
+  if (seg.begin < seg.end && ws.live) {
+    if (T::kPaged && page_size < T::kChunk)
+      stream(BoolConstant<true>{});
+    else
+      stream(BoolConstant<false>{});
   }
 
   // The row's sum over its four lanes; then the wave's (max, sum, acc) to LDS.

@@ -16,6 +16,12 @@ constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kNegInf = -__builtin_inff();
 constexpr float kMinNormal = 1.17549435e-38f;  // the smallest normal float
 
+// A compile-time bool as a value (a generic lambda's argument picks its copy of a loop).
+template <bool V>
+struct BoolConstant {
+  static constexpr bool value = V;
+};
+
 // Knob `math`: the SIMT path everywhere, or tensor cores where the arch has them.
 enum Math { kMathSimt = 0, kMathAuto = 1 };
 

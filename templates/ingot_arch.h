@@ -68,6 +68,10 @@ INGOT_DEVICE int opaque_uniform(int v) {
   asm volatile("" : "+s"(v));
   return v;
 }
+// v, which the caller knows is the same in every lane (a wave's index), as the
+// compiler's divergence analysis cannot see it: kept in an SGPR, and what is
+// computed from it only (a chunk's first token, its base address) is scalar work.
+INGOT_DEVICE int wave_uniform(int v) { return __builtin_amdgcn_readfirstlane(v); }
 // Workgroups along z: the grid's work-items along z (every launch's workgroup is 1 deep in z).
 INGOT_DEVICE int grid_z() { return (int)__builtin_amdgcn_grid_size_z(); }
 INGOT_DEVICE float shfl_xor(float v, int mask) {
@@ -338,6 +342,7 @@ INGOT_DEVICE int opaque(int v) {
   return v;
 }
 INGOT_DEVICE int opaque_uniform(int v) { return opaque(v); }
+INGOT_DEVICE int wave_uniform(int v) { return v; }  // (see the AMD side)
 template <int DT>
 INGOT_DEVICE void mma16816(float (&c)[4], const u32 (&a)[4], u32 b0, u32 b1) {
   if (DT == 0) {

@@ -62,6 +62,7 @@ INGOT_DEVICE int grid_y() { return g_sim_block->grid[1]; }
 INGOT_DEVICE int grid_z() { return g_sim_block->grid[2]; }
 INGOT_DEVICE int opaque(int v) { return v; }  // the compilers' hoisting does not arise here
 INGOT_DEVICE int opaque_uniform(int v) { return v; }
+INGOT_DEVICE int wave_uniform(int v) { return v; }
 INGOT_DEVICE void sync_block() { g_sim_block->wait(0); }
 INGOT_DEVICE void sync_wave() { g_sim_block->wait(1 + t_sim_tid / 64); }
 INGOT_DEVICE int wave_lane() { return t_sim_tid % 64; }

@@ -202,9 +202,10 @@ inline int group_of(const char *name) {
 
 // fill > 0: the balanced plan (entry points balanced_split and balanced_merge) with
 // `splits` units, of which the device takes at least `fill` (ingot_ad_bal_active).
+// page_size (paged kernels): tokens a page, two chunks unless given (cap a multiple of it).
 template <class T>
 int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *lens, int splits, Stats &st,
-             int fill = 0, int group = 0) {
+             int fill = 0, int group = 0, int page_size = 0) {
   constexpr int D = T::kHeadDim, SQ = T::kMaxSq;
   const int G = group > 0 ? group : group_of(name);  // the kernel's own, unless given
   if (G < 1) {
@@ -213,7 +214,7 @@ int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *
   }
   const int rows_total = G * SQ, row_blocks = (rows_total + T::kRows - 1) / T::kRows;
   const ingot_dtype dt = T::kDType == ingot::kBF16 ? INGOT_DTYPE_BF16 : INGOT_DTYPE_FP16;
-  const int B = 3, Hkv = 2, Hq = G * Hkv, page = T::kPaged ? T::kChunk * 2 : 0;
+  const int B = 3, Hkv = 2, Hq = G * Hkv, page = T::kPaged ? (page_size > 0 ? page_size : T::kChunk * 2) : 0;
   const int pps = page ? cap / page : 0, num_pages = B * pps + 2;
   const size_t tok = (size_t)Hkv * D, slots = page ? (size_t)num_pages * page : (size_t)B * cap;
   std::vector<uint16_t> q((size_t)B * Hq * SQ * D), k(slots * tok), v(slots * tok), o(q.size());
@@ -326,9 +327,9 @@ int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *
   st.runs++;
   if (err > st.max_err) st.max_err = err;
   if (bad)
-    std::fprintf(stderr, "FAIL %s: %s cap %d lengths %d %d %d, %d %s: %zu of %zu values out of tolerance "
-                 "(max error %g)\n", name, causal ? "causal" : "no mask", cap, lens[0], lens[1], lens[2], splits,
-                 balanced ? "balanced units" : "segments", bad, o.size() + lse.size(), err);
+    std::fprintf(stderr, "FAIL %s: %s cap %d page %d lengths %d %d %d, %d %s, scale %g: %zu of %zu values out of "
+                 "tolerance (max error %g)\n", name, causal ? "causal" : "no mask", cap, page, lens[0], lens[1], lens[2],
+                 splits, balanced ? "balanced units" : "segments", (double)scale, bad, o.size() + lse.size(), err);
   return bad ? 1 : 0;
 }
 
@@ -361,6 +362,15 @@ int run_kernel(const char *name, Stats &st) {
     failures += run_case<T>(pool, name, causal, large, r, 5, st, 5);
     failures += run_case<T>(pool, name, causal, large, r, 20, st, 4);
     if (!causal) failures += run_case<T>(pool, name, causal, large, r, 300, st, 300);
+    if constexpr (T::kPaged) {
+      // Pages shorter than a chunk (1, 2, 4 or 8 tokens): a page-table entry per token a
+      // lane loads, not one per chunk.
+      int tiny = 1 << (int)(rnd() % 4);
+      while (tiny >= T::kChunk) tiny >>= 1;
+      failures += run_case<T>(pool, name, causal, small, sets[(1 + causal) % 3], 3, st, 0, 0, tiny);
+      failures += run_case<T>(pool, name, causal, large, l, 20, st, 0, 0, tiny);
+      failures += run_case<T>(pool, name, causal, large, r, 20, st, 4, 0, tiny);
+    }
     if constexpr (T::kRowWaves) {
       // Row waves: a group of 2 blocks and 7 rows (71 at 32 rows: Falcon-7B's, the last
       // block's waves but the first all padding) and one of a wave's rows and one more
