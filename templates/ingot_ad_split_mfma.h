@@ -83,11 +83,11 @@ struct VLoad<4> {
 
 // The page-table entries of the matrix-core path's chunks (paged KV), read two
 // chunks ahead, unconditionally, from clamped tokens, so that no load waits on a
-// branch (the SIMT path's ClampedPages, with this path's tokens). Pages of a chunk
-// or more (kSmall false): the chunk's one entry (a chunk starts on a multiple of
-// the chunk, so it lies in one page). Pages shorter than a chunk (kSmall): the
-// entry of each token a lane loads, its K token of each tile (16 n + l % 16) and
-// its four V tokens (16 n + 4 (l / 16) + j).
+// branch (the SIMT path's ClampedPages, with this path's tokens). Pages of a
+// multiple of the chunk (kSmall false): the chunk's one entry (a chunk starts on a
+// multiple of the chunk, so it lies in one page). Other pages (kSmall: shorter than
+// a chunk): the entry of each token a lane loads, its K token of each tile
+// (16 n + l % 16) and its four V tokens (16 n + 4 (l / 16) + j).
 template <class T, bool kSmall>
 struct MfmaPages {
   static constexpr int NT = T::kChunk / 16, N = kSmall ? 5 * NT : 1;
@@ -287,14 +287,14 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
     }
   };
 
-  // The wave's chunks, pages of a chunk or more or contiguous KV (kSmall false) or
-  // pages shorter than a chunk (kSmall): each a copy of the loop below.
+  // The wave's chunks, contiguous KV or pages of a multiple of the chunk (kSmall
+  // false) or pages shorter than a chunk (kSmall): each a copy of the loop below.
   auto stream = [&](auto small_pages) {
     constexpr bool kSmall = decltype(small_pages)::value;
     MfmaPages<T, kSmall> pages(page_table, page_table_stride, b, page_size, seg, tw, lane);
     // The wave's chunk at tok0: lane l's K quarter of token 16 n + c16 and its V
     // elements of tokens 16 n + 4 q4 + j, every lane unconditionally from a
-    // clamped token (see above). Contiguous KV and pages of a chunk or more: the
+    // clamped token (see above). Contiguous KV and pages of a multiple of the chunk: the
     // chunk's address (one for the wave) plus the lane's clamped token times the
     // token stride; pages shorter than a chunk: each token's page and place in it.
     auto load_chunk = [&](int tok0, u32x4 (&kw)[NT][KL], VW (&vw)[NT][4][VL]) {
@@ -373,7 +373,7 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
   // An empty segment loads nothing (clamped loads need a token), nor does a wave
   // of padding rows only (row_waves).
   if (seg.begin < seg.end && ws.live) {
-    if (T::kPaged && page_size < T::kChunk)
+    if (T::kPaged && page_size % T::kChunk != 0)
       stream(BoolConstant<true>{});
     else
       stream(BoolConstant<false>{});
