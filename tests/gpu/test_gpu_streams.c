@@ -84,6 +84,8 @@ int main(int argc, char **argv) {
     w[i].id = i;
     w[i].c = &cases[i];
     w[i].plan = cases[0].plan; /* the same plan for both */
+    /* ... so case 1's reference takes the plan's scale (each case draws one from its seed) */
+    cases[i].g.scale = cases[0].g.scale;
   }
   printf("  %s: kernel %s, %d splits, two workspaces of %zu bytes\n",
          dh_describe(&cases[0], d, sizeof d), ingot_plan_kernel_name(cases[0].plan),
