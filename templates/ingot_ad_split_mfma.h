@@ -205,7 +205,7 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
   }
   const int k_lane = 2 * q4 * KE, v_lane = 2 * KS * c16;
   // A lane's tokens, bytes on from its chunk's first (contiguous KV, or pages of a
-  // chunk or more): its K token of tile n, 16 n + c16, and its first V token of it,
+  // multiple of the chunk): its K token of tile n, 16 n + c16, and its first V token of it,
   // 16 n + 4 q4 (the next three a V token stride each further on). Fixed for the
   // kernel: a chunk's addresses are one base and adds, not a multiply per token.
   long long k_fixed[NT], v_fixed[NT];
