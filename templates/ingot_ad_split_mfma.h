@@ -301,50 +301,42 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
       int pg[MfmaPages<T, kSmall>::N] = {};
       if constexpr (T::kPaged) pages.pages(tok0, pg);
       const ChunkSpan cs = chunk_span(tok0, seg.begin, seg.end);
-      if constexpr (kSmall) {  // each token's page and place in it
-        auto address = [&](const char *base, int lane_part, int i, long long stride_b, long long stride_t) {
-          const int tok = cs.base + (int)span_offset(cs, pages.offset(i));
-          return base + lane_part + 2 * (pg[i] * stride_b + (long long)(tok & (page_size - 1)) * stride_t);
-        };
+      // Pages shorter than a chunk: entry i's token, its page and place in it.
+      auto token_address = [&](const char *base, int lane_part, int i, long long stride_b, long long stride_t) {
+        const int tok = cs.base + (int)span_offset(cs, pages.offset(i));
+        return base + lane_part + 2 * (pg[i] * stride_b + (long long)(tok & (page_size - 1)) * stride_t);
+      };
+      // Otherwise the chunk's first token (the wave's), this lane's part of it, and its
+      // last token's: a lane's token is its fixed offset on from the first, or the last
+      // where it is past it.
+      const long long in_page = T::kPaged ? cs.base & (page_size - 1) : cs.base;
+      const long long page = T::kPaged && !kSmall ? wave_uniform(pg[0]) : 0;  // the chunk's (the wave's) page
+      const char *kc = kseq + k_lane + 2 * (page * k_stride_b + in_page * k_stride_t);
+      const char *vc = vseq + v_lane + 2 * (page * v_stride_b + in_page * v_stride_t);
+      const char *klast = kc + 2 * (long long)cs.last * k_stride_t;
+      const char *vlast = vc + 2 * (long long)cs.last * v_stride_t;
+      auto k_address = [&](int n) -> const char * {  // K token of tile n
+        if constexpr (kSmall) return token_address(kseq, k_lane, n, k_stride_b, k_stride_t);
+        return 16 * n + c16 <= cs.last ? kc + k_fixed[n] : klast;
+      };
+      auto v_address = [&](int n, int j) -> const char * {  // V token j of tile n
+        if constexpr (kSmall) return token_address(vseq, v_lane, NT + 4 * n + j, v_stride_b, v_stride_t);
+        return 16 * n + 4 * q4 + j <= cs.last ? vc + v_fixed[n] + j * v_token : vlast;
+      };
 #pragma unroll
-        for (int n = 0; n < NT; ++n) {
-          const char *kp = address(kseq, k_lane, n, k_stride_b, k_stride_t);
+      for (int n = 0; n < NT; ++n) {
+        const char *kp = k_address(n);
 #pragma unroll
-          for (int l = 0; l < KL; ++l) kw[n][l] = load16(kp + 16 * l);
-        }
-#pragma unroll
-        for (int n = 0; n < NT; ++n)
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const char *vp = address(vseq, v_lane, NT + 4 * n + j, v_stride_b, v_stride_t);
-#pragma unroll
-            for (int l = 0; l < VL; ++l) vw[n][j][l] = VLoad<KS>::load(vp + sizeof(VW) * l);
-          }
-      } else {
-        // The chunk's first token (the wave's), this lane's part of it, and its last
-        // token's: a lane's token is its fixed offset on from the first, or the last
-        // where it is past it.
-        const long long in_page = T::kPaged ? cs.base & (page_size - 1) : cs.base;
-        const long long page = T::kPaged ? wave_uniform(pg[0]) : 0;  // the chunk's (the wave's) page
-        const char *kc = kseq + k_lane + 2 * (page * k_stride_b + in_page * k_stride_t);
-        const char *vc = vseq + v_lane + 2 * (page * v_stride_b + in_page * v_stride_t);
-        const char *klast = kc + 2 * (long long)cs.last * k_stride_t;
-        const char *vlast = vc + 2 * (long long)cs.last * v_stride_t;
-#pragma unroll
-        for (int n = 0; n < NT; ++n) {
-          const char *kp = 16 * n + c16 <= cs.last ? kc + k_fixed[n] : klast;
-#pragma unroll
-          for (int l = 0; l < KL; ++l) kw[n][l] = load16(kp + 16 * l);
-        }
-#pragma unroll
-        for (int n = 0; n < NT; ++n)
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const char *vp = 16 * n + 4 * q4 + j <= cs.last ? vc + v_fixed[n] + j * v_token : vlast;
-#pragma unroll
-            for (int l = 0; l < VL; ++l) vw[n][j][l] = VLoad<KS>::load(vp + sizeof(VW) * l);
-          }
+        for (int l = 0; l < KL; ++l) kw[n][l] = load16(kp + 16 * l);
       }
+#pragma unroll
+      for (int n = 0; n < NT; ++n)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const char *vp = v_address(n, j);
+#pragma unroll
+          for (int l = 0; l < VL; ++l) vw[n][j][l] = VLoad<KS>::load(vp + sizeof(VW) * l);
+        }
     };
 
     // Two chunks per iteration, each step's math with the next chunk's loads in flight,
