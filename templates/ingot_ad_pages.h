@@ -1,7 +1,9 @@
 // ingot_ad_pages.h: a wave's page lookup for paged KV. ChunkPages: the page-table
 // entries of the wave's chunks, read a block of kWaveSize chunks ahead and passed
 // by shuffle (per token where pages are shorter than a chunk). ClampedPages: the
-// AMD SIMT path's, for clamped loads (an entry per load, two chunks ahead).
+// clamped-load splits' (AMD): a chunk's one entry, or an entry per load where pages
+// are shorter than a chunk, two chunks ahead; chunk_span, the chunk a clamped load
+// reads.
 // Contiguous KV reads no page table through either.
 #ifndef INGOT_AD_PAGES_H
 #define INGOT_AD_PAGES_H
@@ -23,7 +25,7 @@ namespace ingot {
 // lane l holds the entry of token l of the wave's chunk, read one chunk ahead
 // of its use, and a token's page is a shuffle away (token_page). Entries at or
 // past the segment's end are never read. Contiguous KV: no state, page() is 0.
-// (The AMD SIMT path reads its pages through ClampedPages below.)
+// (The AMD splits read their pages through ClampedPages below.)
 template <class T>
 struct ChunkPages {
   const int *table;
@@ -88,49 +90,69 @@ struct ChunkPages {
   }
 };
 
-// The SIMT path's pages with clamped loads (kClampedLoads, AMD): every load's
-// token is clamped into the segment (clamp below), and its page-table entry is
-// read two chunks ahead of the chunk's loads, unconditionally, so that no load
-// waits on a branch. An entry per load and lane, whatever the page size (pages
-// shorter than a chunk need them; longer ones give NL loads of one entry, the
-// same cache line). On AMD loads return in order: the wait for a chunk's entries
-// is a wait for the loads issued before them (the chunk before's K and V, used
-// next anyway).
-template <class T>
+// ---- clamped loads (kClampedLoads: AMD, the emulated wave64) -------------------
+// The SIMT and matrix-core splits on AMD load every token unconditionally, from a
+// token clamped into the segment, so that no load waits on a branch (the
+// compiler's s_waitcnt counts them exactly).
+
+// The chunk at tok0 as its loads see it, clamped into the segment [begin, end)
+// (needs begin < end): its first token `base` (a chunk wholly past the end: the
+// segment's first chunk) and `last`, the offset from base of the segment's last
+// token. Token `off` of the chunk loads token base + min(off, last): a token past
+// the end reads the last valid one. base and last are the same across the wave,
+// so a lane's address is the chunk's (one per wave) plus its own clamped offset.
+struct ChunkSpan {
+  int base, last;
+};
+INGOT_DEVICE ChunkSpan chunk_span(int tok0, int begin, int end) {
+  const int base = tok0 >= end ? begin : tok0;
+  return ChunkSpan{base, end - 1 - base};
+}
+INGOT_DEVICE unsigned span_offset(const ChunkSpan &c, int off) {
+  return (unsigned)off < (unsigned)c.last ? (unsigned)off : (unsigned)c.last;
+}
+
+// The page-table entries of a clamped-load split's chunks (paged KV), read two
+// chunks ahead, unconditionally, from clamped tokens. Pages of a multiple of the
+// chunk (kSmall false): the chunk's one entry (a chunk starts on a multiple of the
+// chunk, so it lies in one page), the same in every lane. Other pages (kSmall:
+// shorter than a chunk): the entry of each token a lane loads, token
+// TOKENS::kCount of them, entry i's at offset tokens(i) of the chunk. On AMD loads
+// return in order: the wait for a chunk's entries is a wait for the loads issued
+// before them (the chunk before's K and V, used next anyway).
+template <class T, bool kSmall, class TOKENS>
 struct ClampedPages {
-  static constexpr int NL = T::kLoads;
+  static constexpr int N = kSmall ? TOKENS::kCount : 1;
   const int *table;
-  int begin, end, shift, grp;
-  int ent[2][NL];  // entries of the next two chunks the wave loads
+  int begin, end, shift;
+  TOKENS tokens;
+  int ent[2][N];  // entries of the next two chunks the wave loads
   INGOT_DEVICE ClampedPages(const int *page_table, long long page_table_stride, int b, int page_size,
-                            const Lengths &seg, int wave, int grp_)
+                            const Lengths &seg, int wave, TOKENS tokens_)
       : table(T::kPaged ? page_table + b * page_table_stride : nullptr), begin(seg.begin), end(seg.end),
-        shift(T::kPaged ? 31 - __builtin_clz((unsigned)page_size) : 0), grp(grp_) {
-    if constexpr (T::kPaged && kClampedLoads) {  // else no page is ever asked for
-      // An empty segment loads nothing (its clamp would be token -1: ASan in wave64_sim).
-      if (seg.begin < seg.end) {
+        shift(T::kPaged ? 31 - __builtin_clz((unsigned)page_size) : 0), tokens(tokens_) {
+    if constexpr (T::kPaged) {
+      if (seg.begin < seg.end) {  // an empty segment loads nothing
         const int first = seg.begin + wave * T::kChunk;
         fetch(first, ent[0]);
         fetch(first + T::kTile, ent[1]);
       }
     }
   }
-  // Token n*TPL + grp of the wave's chunk at tok0, clamped into [begin, end): a
-  // token past the end reads the last valid token, a chunk wholly past the end the
-  // segment's first chunk. Needs begin < end.
-  INGOT_DEVICE int clamp(int tok0, int n) const {
-    const int pos = tok0 + n * T::kTokensPerLoad + grp;
-    const int pc = tok0 >= end ? begin + (pos - tok0) : pos;
-    return pc < end ? pc : end - 1;
-  }
-  INGOT_DEVICE void fetch(int tok0, int (&e)[NL]) const {
+  // A chunk's one entry is read as a vector load (its index through opaque), not a
+  // scalar one: AMD's scalar loads finish out of order, and the wait for one would be a
+  // wait for all of them (lgkmcnt(0)), at the next ds_bpermute of the chunk's math;
+  // vector loads return in order, behind the chunk's K and V.
+  INGOT_DEVICE void fetch(int tok0, int (&e)[N]) const {
+    const ChunkSpan c = chunk_span(tok0, begin, end);
 #pragma unroll
-    for (int n = 0; n < NL; ++n) e[n] = load_dep(table + (clamp(tok0, n) >> shift));
+    for (int i = 0; i < N; ++i)
+      e[i] = load_dep(table + (kSmall ? (c.base + (int)span_offset(c, tokens(i))) >> shift : opaque(c.base >> shift)));
   }
-  // The pages of the chunk at tok0 (the wave's chunks in order, one call each).
-  INGOT_DEVICE void pages(int tok0, int (&out)[NL]) {
+  // The entries of the chunk at tok0 (the wave's chunks in order, one call each).
+  INGOT_DEVICE void pages(int tok0, int (&out)[N]) {
 #pragma unroll
-    for (int n = 0; n < NL; ++n) out[n] = ent[0][n], ent[0][n] = ent[1][n];
+    for (int i = 0; i < N; ++i) out[i] = ent[0][i], ent[0][i] = ent[1][i];
     fetch(tok0 + 2 * T::kTile, ent[1]);
   }
 };

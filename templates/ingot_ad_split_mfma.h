@@ -38,29 +38,13 @@
 #define INGOT_AD_SPLIT_MFMA_H
 
 #include "ingot_ad_addressing.h"
+#include "ingot_ad_pages.h"
 #include "ingot_ad_params.h"
 #include "ingot_ad_split_finish.h"
 #include "ingot_ad_traits.h"
 #include "ingot_arch.h"
 
 namespace ingot {
-
-// The chunk at tok0 as its loads see it, clamped into the segment [begin, end)
-// (needs begin < end): its first token `base` (a chunk wholly past the end: the
-// segment's first chunk) and `last`, the offset from base of the segment's last
-// token. Token `off` of the chunk loads token base + min(off, last): a token past
-// the end reads the last valid one. base and last are the same across the wave,
-// so a lane's address is the chunk's (one per wave) plus its own clamped offset.
-struct ChunkSpan {
-  int base, last;
-};
-INGOT_DEVICE ChunkSpan chunk_span(int tok0, int begin, int end) {
-  const int base = tok0 >= end ? begin : tok0;
-  return ChunkSpan{base, end - 1 - base};
-}
-INGOT_DEVICE unsigned span_offset(const ChunkSpan &c, int off) {
-  return (unsigned)off < (unsigned)c.last ? (unsigned)off : (unsigned)c.last;
-}
 
 // Word i (0..3) of a 16-byte load, (0..1) of an 8-byte one.
 INGOT_DEVICE u32 word_of(const u32x4 &w, int i) { return i == 0 ? w.x : i == 1 ? w.y : i == 2 ? w.z : w.w; }
@@ -81,50 +65,16 @@ struct VLoad<4> {
   static INGOT_DEVICE W load(const void *p) { return load8(p); }
 };
 
-// The page-table entries of the matrix-core path's chunks (paged KV), read two
-// chunks ahead, unconditionally, from clamped tokens, so that no load waits on a
-// branch (the SIMT path's ClampedPages, with this path's tokens). Pages of a
-// multiple of the chunk (kSmall false): the chunk's one entry (a chunk starts on a
-// multiple of the chunk, so it lies in one page). Other pages (kSmall: shorter than
-// a chunk): the entry of each token a lane loads, its K token of each tile
-// (16 n + l % 16) and its four V tokens (16 n + 4 (l / 16) + j).
-template <class T, bool kSmall>
-struct MfmaPages {
-  static constexpr int NT = T::kChunk / 16, N = kSmall ? 5 * NT : 1;
-  const int *table;
-  int begin, end, shift, c16, q4;
-  int ent[2][N];
-  INGOT_DEVICE MfmaPages(const int *page_table, long long page_table_stride, int b, int page_size,
-                         const Lengths &seg, int wave, int lane)
-      : table(T::kPaged ? page_table + b * page_table_stride : nullptr), begin(seg.begin), end(seg.end),
-        shift(T::kPaged ? 31 - __builtin_clz((unsigned)page_size) : 0), c16(lane % 16), q4(lane / 16) {
-    if constexpr (T::kPaged) {
-      if (seg.begin < seg.end) {  // an empty segment loads nothing
-        const int first = seg.begin + wave * T::kChunk;
-        fetch(first, ent[0]);
-        fetch(first + T::kTile, ent[1]);
-      }
-    }
-  }
-  // Entry i's token in its chunk: K token of tile i (i < NT), else V token j of tile n (i = NT + 4 n + j).
-  INGOT_DEVICE int offset(int i) const {
+// The tokens of a lane's loads in its chunk, for pages shorter than a chunk
+// (ClampedPages, ingot_ad_pages.h): its K token of each tile (16 n + l % 16) and its
+// four V tokens of each (16 n + 4 (l / 16) + j). Entry i: K token of tile i (i <
+// NT), else V token j of tile n (i = NT + 4 n + j).
+template <class T>
+struct MfmaTokens {
+  static constexpr int NT = T::kChunk / 16, kCount = 5 * NT;
+  int c16, q4;
+  INGOT_DEVICE int operator()(int i) const {
     return i < NT ? 16 * i + c16 : 16 * ((i - NT) / 4) + 4 * q4 + (i - NT) % 4;
-  }
-  // A chunk's one entry is read as a vector load (its index through opaque), not a
-  // scalar one: AMD's scalar loads finish out of order, and the wait for one would be a
-  // wait for all of them (lgkmcnt(0)), at the next ds_bpermute of the chunk's math;
-  // vector loads return in order, behind the chunk's K and V.
-  INGOT_DEVICE void fetch(int tok0, int (&e)[N]) const {
-    const ChunkSpan c = chunk_span(tok0, begin, end);
-#pragma unroll
-    for (int i = 0; i < N; ++i)
-      e[i] = load_dep(table + (kSmall ? (c.base + (int)span_offset(c, offset(i))) >> shift : opaque(c.base >> shift)));
-  }
-  // The entries of the chunk at tok0 (the wave's chunks in order, one call each).
-  INGOT_DEVICE void pages(int tok0, int (&out)[N]) {
-#pragma unroll
-    for (int i = 0; i < N; ++i) out[i] = ent[0][i], ent[0][i] = ent[1][i];
-    fetch(tok0 + 2 * T::kTile, ent[1]);
   }
 };
 
@@ -291,19 +241,20 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
   // false) or pages shorter than a chunk (kSmall): each a copy of the loop below.
   auto stream = [&](auto small_pages) {
     constexpr bool kSmall = decltype(small_pages)::value;
-    MfmaPages<T, kSmall> pages(page_table, page_table_stride, b, page_size, seg, tw, lane);
+    using Pages = ClampedPages<T, kSmall, MfmaTokens<T>>;
+    Pages pages(page_table, page_table_stride, b, page_size, seg, tw, MfmaTokens<T>{c16, q4});
     // The wave's chunk at tok0: lane l's K quarter of token 16 n + c16 and its V
     // elements of tokens 16 n + 4 q4 + j, every lane unconditionally from a
     // clamped token (see above). Contiguous KV and pages of a multiple of the chunk: the
     // chunk's address (one for the wave) plus the lane's clamped token times the
     // token stride; pages shorter than a chunk: each token's page and place in it.
     auto load_chunk = [&](int tok0, u32x4 (&kw)[NT][KL], VW (&vw)[NT][4][VL]) {
-      int pg[MfmaPages<T, kSmall>::N] = {};
+      int pg[Pages::N] = {};
       if constexpr (T::kPaged) pages.pages(tok0, pg);
       const ChunkSpan cs = chunk_span(tok0, seg.begin, seg.end);
       // Pages shorter than a chunk: entry i's token, its page and place in it.
       auto token_address = [&](const char *base, int lane_part, int i, long long stride_b, long long stride_t) {
-        const int tok = cs.base + (int)span_offset(cs, pages.offset(i));
+        const int tok = cs.base + (int)span_offset(cs, pages.tokens(i));
         return base + lane_part + 2 * (pg[i] * stride_b + (long long)(tok & (page_size - 1)) * stride_t);
       };
       // Otherwise the chunk's first token (the wave's), this lane's part of it, and its

@@ -44,6 +44,15 @@ struct TransposeReduce {
 
 // ---- split kernel, SIMT path ------------------------------------------------------
 
+// The tokens of a lane's loads in its chunk (clamped loads, pages shorter than a
+// chunk: ClampedPages, ingot_ad_pages.h): load n's is token n * TPL + grp.
+template <class T>
+struct SimtTokens {
+  static constexpr int kCount = T::kLoads;
+  int grp;
+  INGOT_DEVICE int operator()(int n) const { return n * T::kTokensPerLoad + grp; }
+};
+
 // pc: the piece a balanced workgroup runs (decode_split_balanced), nullptr in a
 // uniform plan (sequence block_z(), segment `split`).
 template <class T>
@@ -67,7 +76,7 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
   const int b = pc != nullptr ? pc->b : block_z();
   // This wave's rows (row_waves: its own of the block's) and chunk of each step.
   const WaveSlot ws = wave_slot<T>(wave, row0, group * sq);
-  const int tw = token_wave<T>(wave);
+  const int tw = wave_uniform(token_wave<T>(wave));
 
   // Launched programmatically, this grid may start before the previous one in
   // the stream (which may write q, K, V or the lengths) ends.
@@ -113,7 +122,7 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
     for (int e = 0; e < 8; ++e) acc[r][e] = 0.f;
   }
 
-  // An idle lane addresses the last 8 elements a data lane holds (kClampedLoads).
+  // An idle lane addresses the last 8 elements a data lane holds (clamped loads).
   const int elem = (data_lane ? li : T::kDataLanes - 1) * 8;
   const char *kbase = static_cast<const char *>(k) + 2 * (hkv * k_stride_h + elem);
   const char *vbase = static_cast<const char *>(v) + 2 * (hkv * v_stride_h + elem);
@@ -121,72 +130,8 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
     kbase += 2 * b * k_stride_b;
     vbase += 2 * b * v_stride_b;
   }
-  ChunkPages<T> pages(page_table, page_table_stride, b, page_size, seg, tw, lane);
+  ChunkPages<T> pages(page_table, page_table_stride, b, page_size, seg, tw, lane);  // predicated loads
   float *my_scores = sh.scores[wave];
-
-  // Loads of the wave's chunk at tok0: token n*TPL + grp.
-  // Predicated (kClampedLoads false): zeros, and no memory access, at or past the
-  // segment end and in idle lanes.
-  // Clamped (AMD): every lane loads, unconditionally, from a token of the
-  // segment, so the chunk's loads are issued straight and the compiler's
-  // s_waitcnt counts them exactly (loads skipped by exec-masked branches make it
-  // assume none is outstanding at the join, and wait for all of them at the top
-  // of the loop). A token at or past the end reads the last valid token; a chunk
-  // wholly past the end reads the segment's first chunk (its own page too); an
-  // idle lane reads its token's last elements. Whatever they bring is masked: the
-  // scores of those tokens are -inf (p = 0, and the data are the segment's own,
-  // finite where the caller's are), idle lanes hold q = 0 and store nothing.
-  ClampedPages<T> cpages(page_table, page_table_stride, b, page_size, seg, tw, grp);
-  auto load_chunk_as = [&](bool small, int tok0, u32x4 (&kw)[NL], u32x4 (&vw)[NL]) {
-    const long long chunk_page = kClampedLoads ? 0 : pages.page(tok0);
-    if constexpr (kClampedLoads) {
-      int pg[NL] = {};
-      if constexpr (T::kPaged) cpages.pages(tok0, pg);
-#pragma unroll
-      for (int n = 0; n < NL; ++n) {
-        const int pc = cpages.clamp(tok0, n);
-        long long koff, voff;
-        if (T::kPaged) {
-          const int in_page = pc & (page_size - 1);
-          koff = pg[n] * k_stride_b + (long long)in_page * k_stride_t;
-          voff = pg[n] * v_stride_b + (long long)in_page * v_stride_t;
-        } else {
-          koff = (long long)pc * k_stride_t;
-          voff = (long long)pc * v_stride_t;
-        }
-        kw[n] = load16(kbase + 2 * koff);
-        vw[n] = load16(vbase + 2 * voff);
-      }
-    } else {
-#pragma unroll
-      for (int n = 0; n < NL; ++n) {
-        const int pos = tok0 + n * TPL + grp;
-        const long long page = T::kPaged ? pages.token_page(pos, chunk_page, small) : 0;  // every lane
-        if (pos < seg.end && data_lane) {
-          long long koff, voff;
-          if (T::kPaged) {
-            const int in_page = pos & (page_size - 1);
-            koff = page * k_stride_b + (long long)in_page * k_stride_t;
-            voff = page * v_stride_b + (long long)in_page * v_stride_t;
-          } else {
-            koff = (long long)pos * k_stride_t;
-            voff = (long long)pos * v_stride_t;
-          }
-          kw[n] = load16(kbase + 2 * koff);
-          vw[n] = load16(vbase + 2 * voff);
-        } else {
-          kw[n] = u32x4{0u, 0u, 0u, 0u};
-          vw[n] = u32x4{0u, 0u, 0u, 0u};
-        }
-      }
-    }
-  };
-  auto load_chunk = [&](int tok0, u32x4 (&kw)[NL], u32x4 (&vw)[NL]) {
-    if (T::kPaged && !kClampedLoads && pages.small)
-      load_chunk_as(true, tok0, kw, vw);
-    else
-      load_chunk_as(false, tok0, kw, vw);
-  };
 
   // Software pipeline: the next chunk's K and V are in flight while this one is
   // used. Two register sets take turns (the loop is unrolled by two), so no
@@ -260,18 +205,129 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
       }
     }
   };
-  u32x4 ka[NL], va[NL], kb[NL], vb[NL];
   // An empty segment loads nothing (clamped loads need a token), nor does a wave
   // of padding rows only (row_waves).
-  if (seg.begin < seg.end && ws.live) {
-    load_chunk(seg.begin + tw * C, ka, va);
-    for (int tile = seg.begin; tile < seg.end; tile += 2 * T::kTile) {
-      const int tok0 = tile + tw * C;
-      load_chunk(tok0 + T::kTile, kb, vb);
-      step(tok0, ka, va);
-      if (tile + T::kTile >= seg.end) break;
-      load_chunk(tok0 + 2 * T::kTile, ka, va);
-      step(tok0 + T::kTile, kb, vb);
+  const bool loads = seg.begin < seg.end && ws.live;
+  if constexpr (kClampedLoads) {
+    // AMD: every lane loads, unconditionally, from a token of the segment, so the
+    // chunk's loads are issued straight and the compiler's s_waitcnt counts them
+    // exactly (loads skipped by exec-masked branches make it assume none is
+    // outstanding at the join, and wait for all of them at the top of the loop).
+    // Token n*TPL + grp of the chunk at tok0 loads as chunk_span says: a token at or
+    // past the end reads the last valid token; a chunk wholly past the end reads the
+    // segment's first chunk (its own page too); an idle lane reads its token's last
+    // elements. Whatever they bring is masked: the scores of those tokens are -inf
+    // (p = 0, and the data are the segment's own, finite where the caller's are),
+    // idle lanes hold q = 0 and store nothing.
+    // Contiguous KV and pages of a multiple of the chunk (kSmall false): the chunk's
+    // address (one for the wave) plus the lane's token offset, grp token strides
+    // and n TPL-token steps on, or the segment's last token where that is past it.
+    // Pages shorter than a chunk (kSmall): each token's page and place in it. Each
+    // a copy of the loop below.
+    const long long k_grp = 2 * grp * k_stride_t, v_grp = 2 * grp * v_stride_t;
+    const long long k_step = 2 * TPL * k_stride_t, v_step = 2 * TPL * v_stride_t;
+    auto stream = [&](auto small_pages) {
+      constexpr bool kSmall = decltype(small_pages)::value;
+      using Pages = ClampedPages<T, kSmall, SimtTokens<T>>;
+      Pages cpages(page_table, page_table_stride, b, page_size, seg, tw, SimtTokens<T>{grp});
+      auto load_chunk = [&](int tok0, u32x4 (&kw)[NL], u32x4 (&vw)[NL]) {
+        int pg[Pages::N] = {};
+        if constexpr (T::kPaged) cpages.pages(tok0, pg);
+        const ChunkSpan cs = chunk_span(tok0, seg.begin, seg.end);
+        if constexpr (kSmall) {
+#pragma unroll
+          for (int n = 0; n < NL; ++n) {
+            const long long in_page = (cs.base + (int)span_offset(cs, cpages.tokens(n))) & (page_size - 1);
+            kw[n] = load16(kbase + 2 * (pg[n] * k_stride_b + in_page * k_stride_t));
+            vw[n] = load16(vbase + 2 * (pg[n] * v_stride_b + in_page * v_stride_t));
+          }
+        } else {
+          const long long in_page = T::kPaged ? cs.base & (page_size - 1) : cs.base;
+          const long long page = T::kPaged ? wave_uniform(pg[0]) : 0;  // the chunk's (the wave's) page
+          const char *kc = kbase + 2 * (page * k_stride_b + in_page * k_stride_t);
+          const char *vc = vbase + 2 * (page * v_stride_b + in_page * v_stride_t);
+          const long long klast = 2 * (long long)cs.last * k_stride_t, vlast = 2 * (long long)cs.last * v_stride_t;
+          // The select is on the offset: between two pointers, LLVM put some of the
+          // loads in exec-masked branches (decision 0042).
+#pragma unroll
+          for (int n = 0; n < NL; ++n) {
+            const bool in = n * TPL + grp <= cs.last;
+            kw[n] = load16(kc + (in ? k_grp + n * k_step : klast));
+            vw[n] = load16(vc + (in ? v_grp + n * v_step : vlast));
+          }
+        }
+      };
+      // Two chunks per iteration, each step's math with the next chunk's loads in
+      // flight, and an odd last chunk after the loop; no branch out of the loop
+      // body's middle and a sched_fence after each load_chunk, as in the
+      // matrix-core split (ingot_ad_split_mfma.h says why). Where no chunk is left,
+      // the last iteration's second load_chunk reads the segment's first tokens
+      // again (chunk_span): cached lines, and nothing of them is used.
+      u32x4 ka[NL], va[NL], kb[NL], vb[NL];
+      load_chunk(seg.begin + tw * C, ka, va);
+      int tile = seg.begin;
+      for (; tile + T::kTile < seg.end; tile += 2 * T::kTile) {
+        const int tok0 = tile + tw * C;
+        load_chunk(tok0 + T::kTile, kb, vb);
+        sched_fence();
+        step(tok0, ka, va);
+        load_chunk(tok0 + 2 * T::kTile, ka, va);
+        sched_fence();
+        step(tok0 + T::kTile, kb, vb);
+      }
+      if (tile < seg.end) step(tile + tw * C, ka, va);
+    };
+    if (loads) {
+      if (T::kPaged && page_size % C != 0)
+        stream(BoolConstant<true>{});
+      else
+        stream(BoolConstant<false>{});
+    }
+  } else {
+    // Predicated loads: zeros, and no memory access, at or past the segment end and
+    // in idle lanes.
+    auto load_chunk_as = [&](bool small, int tok0, u32x4 (&kw)[NL], u32x4 (&vw)[NL]) {
+      const long long chunk_page = pages.page(tok0);
+#pragma unroll
+      for (int n = 0; n < NL; ++n) {
+        const int pos = tok0 + n * TPL + grp;
+        const long long page = T::kPaged ? pages.token_page(pos, chunk_page, small) : 0;  // every lane
+        if (pos < seg.end && data_lane) {
+          long long koff, voff;
+          if (T::kPaged) {
+            const int in_page = pos & (page_size - 1);
+            koff = page * k_stride_b + (long long)in_page * k_stride_t;
+            voff = page * v_stride_b + (long long)in_page * v_stride_t;
+          } else {
+            koff = (long long)pos * k_stride_t;
+            voff = (long long)pos * v_stride_t;
+          }
+          kw[n] = load16(kbase + 2 * koff);
+          vw[n] = load16(vbase + 2 * voff);
+        } else {
+          kw[n] = u32x4{0u, 0u, 0u, 0u};
+          vw[n] = u32x4{0u, 0u, 0u, 0u};
+        }
+      }
+    };
+    auto load_chunk = [&](int tok0, u32x4 (&kw)[NL], u32x4 (&vw)[NL]) {
+      if (T::kPaged && pages.small)
+        load_chunk_as(true, tok0, kw, vw);
+      else
+        load_chunk_as(false, tok0, kw, vw);
+    };
+    // Two register sets take turns (the loop is unrolled by two).
+    u32x4 ka[NL], va[NL], kb[NL], vb[NL];
+    if (loads) {
+      load_chunk(seg.begin + tw * C, ka, va);
+      for (int tile = seg.begin; tile < seg.end; tile += 2 * T::kTile) {
+        const int tok0 = tile + tw * C;
+        load_chunk(tok0 + T::kTile, kb, vb);
+        step(tok0, ka, va);
+        if (tile + T::kTile >= seg.end) break;
+        load_chunk(tok0 + 2 * T::kTile, ka, va);
+        step(tok0 + T::kTile, kb, vb);
+      }
     }
   }
 
