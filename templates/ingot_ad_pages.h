@@ -157,6 +157,35 @@ struct ClampedPages {
   }
 };
 
+// The clamped-load splits' loop over a wave's chunks (the chunk at tw * kChunk of
+// each tile of the segment; needs seg.begin < seg.end): two chunks per iteration,
+// each step's math with the next chunk's loads in flight, two register sets taking
+// turns (KR and VR: a chunk's K and V registers), and an odd last chunk after the
+// loop. The body has no branch out of its middle: with one, LLVM sinks the first
+// load_chunk into the block after it, next to its use, and the loop waits for its
+// loads before its math. A sched_fence after each load_chunk keeps the machine
+// scheduler from doing the same within the block (fp16 kept a chunk in flight for
+// 30-50% of the matrix-core loop's math without them; docs/decisions/0024 and 0042).
+// Where no chunk is left, the last iteration's second load_chunk reads the
+// segment's first tokens again (chunk_span): cached lines, and nothing of them is used.
+template <class T, class KR, class VR, class Load, class Step>
+INGOT_DEVICE void clamped_chunk_loop(const Lengths &seg, int tw, const Load &load_chunk, const Step &step) {
+  KR ka, kb;
+  VR va, vb;
+  load_chunk(seg.begin + tw * T::kChunk, ka, va);
+  int tile = seg.begin;
+  for (; tile + T::kTile < seg.end; tile += 2 * T::kTile) {
+    const int tok0 = tile + tw * T::kChunk;
+    load_chunk(tok0 + T::kTile, kb, vb);
+    sched_fence();
+    step(tok0, ka, va);
+    load_chunk(tok0 + 2 * T::kTile, ka, va);
+    sched_fence();
+    step(tok0 + T::kTile, kb, vb);
+  }
+  if (tile < seg.end) step(tile + tw * T::kChunk, ka, va);
+}
+
 }  // namespace ingot
 
 #endif  // INGOT_AD_PAGES_H

@@ -290,28 +290,10 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
         }
     };
 
-    // Two chunks per iteration, each step's math with the next chunk's loads in flight,
-    // and an odd last chunk after the loop. The loop body has no branch out of its
-    // middle: with one, LLVM sinks the first load_chunk into the block after it, next
-    // to its use. A sched_fence after each load_chunk keeps the machine scheduler from
-    // doing the same within the block (fp16 kept a chunk in flight for 30-50% of the
-    // loop's math without them; docs/decisions/0024-amd-mfma-fp16.md). Where no chunk
-    // is left, the last iteration's second load_chunk reads the segment's first tokens
-    // again (chunk_span): cached lines, and nothing of them is used.
-    u32x4 ka[NT][KL], kb[NT][KL];
-    VW va[NT][4][VL], vb[NT][4][VL];
-    load_chunk(seg.begin + tw * T::kChunk, ka, va);
-    int tile = seg.begin;
-    for (; tile + T::kTile < seg.end; tile += 2 * T::kTile) {
-      const int tok0 = tile + tw * T::kChunk;
-      load_chunk(tok0 + T::kTile, kb, vb);
-      sched_fence();
-      step(tok0, ka, va);
-      load_chunk(tok0 + 2 * T::kTile, ka, va);
-      sched_fence();
-      step(tok0 + T::kTile, kb, vb);
-    }
-    if (tile < seg.end) step(tile + tw * T::kChunk, ka, va);
+    // The loop over the wave's chunks (ingot_ad_pages.h says why it is written so).
+    using KR = u32x4[NT][KL];
+    using VR = VW[NT][4][VL];
+    clamped_chunk_loop<T, KR, VR>(seg, tw, load_chunk, step);
   };
   // An empty segment loads nothing (clamped loads need a token), nor does a wave
   // of padding rows only (row_waves).

@@ -257,25 +257,8 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
           }
         }
       };
-      // Two chunks per iteration, each step's math with the next chunk's loads in
-      // flight, and an odd last chunk after the loop; no branch out of the loop
-      // body's middle and a sched_fence after each load_chunk, as in the
-      // matrix-core split (ingot_ad_split_mfma.h says why). Where no chunk is left,
-      // the last iteration's second load_chunk reads the segment's first tokens
-      // again (chunk_span): cached lines, and nothing of them is used.
-      u32x4 ka[NL], va[NL], kb[NL], vb[NL];
-      load_chunk(seg.begin + tw * C, ka, va);
-      int tile = seg.begin;
-      for (; tile + T::kTile < seg.end; tile += 2 * T::kTile) {
-        const int tok0 = tile + tw * C;
-        load_chunk(tok0 + T::kTile, kb, vb);
-        sched_fence();
-        step(tok0, ka, va);
-        load_chunk(tok0 + 2 * T::kTile, ka, va);
-        sched_fence();
-        step(tok0 + T::kTile, kb, vb);
-      }
-      if (tile < seg.end) step(tile + tw * C, ka, va);
+      using KR = u32x4[NL];
+      clamped_chunk_loop<T, KR, KR>(seg, tw, load_chunk, step);
     };
     if (loads) {
       if (T::kPaged && page_size % C != 0)
