@@ -157,6 +157,19 @@ struct ClampedPages {
   }
 };
 
+// Runs stream, a caller's generic lambda over the wave's chunks, in the copy for
+// this page size: BoolConstant<true> where pages are shorter than a chunk
+// (ClampedPages' kSmall: an entry per load), BoolConstant<false> for contiguous KV
+// and pages of a multiple of the chunk (one entry a chunk). Pages and chunks are
+// powers of two, so the test is page_size % chunk.
+template <class T, class Stream>
+INGOT_DEVICE void by_page_kind(int page_size, const Stream &stream) {
+  if (T::kPaged && page_size % T::kChunk != 0)
+    stream(BoolConstant<true>{});
+  else
+    stream(BoolConstant<false>{});
+}
+
 // The clamped-load splits' loop over a wave's chunks (the chunk at tw * kChunk of
 // each tile of the segment; needs seg.begin < seg.end): two chunks per iteration,
 // each step's math with the next chunk's loads in flight, two register sets taking

@@ -238,7 +238,7 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
   };
 
   // The wave's chunks, contiguous KV or pages of a multiple of the chunk (kSmall
-  // false) or pages shorter than a chunk (kSmall): each a copy of the loop below.
+  // false) or pages shorter than a chunk (kSmall): a copy of the loop for each.
   auto stream = [&](auto small_pages) {
     constexpr bool kSmall = decltype(small_pages)::value;
     using Pages = ClampedPages<T, kSmall, MfmaTokens<T>>;
@@ -297,12 +297,7 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
   };
   // An empty segment loads nothing (clamped loads need a token), nor does a wave
   // of padding rows only (row_waves).
-  if (seg.begin < seg.end && ws.live) {
-    if (T::kPaged && page_size % T::kChunk != 0)
-      stream(BoolConstant<true>{});
-    else
-      stream(BoolConstant<false>{});
-  }
+  if (seg.begin < seg.end && ws.live) by_page_kind<T>(page_size, stream);
 
   // The row's sum over its four lanes; then the wave's (max, sum, acc) to LDS.
   run_sum += shfl_xor(run_sum, 16);

@@ -222,8 +222,8 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
     // Contiguous KV and pages of a multiple of the chunk (kSmall false): the chunk's
     // address (one for the wave) plus the lane's token offset, grp token strides
     // and n TPL-token steps on, or the segment's last token where that is past it.
-    // Pages shorter than a chunk (kSmall): each token's page and place in it. Each
-    // a copy of the loop below.
+    // Pages shorter than a chunk (kSmall): each token's page and place in it. A copy
+    // of the loop (clamped_chunk_loop) for each.
     const long long k_grp = 2 * grp * k_stride_t, v_grp = 2 * grp * v_stride_t;
     const long long k_step = 2 * TPL * k_stride_t, v_step = 2 * TPL * v_stride_t;
     auto stream = [&](auto small_pages) {
@@ -260,12 +260,7 @@ INGOT_DEVICE void decode_split_simt(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
       using KR = u32x4[NL];
       clamped_chunk_loop<T, KR, KR>(seg, tw, load_chunk, step);
     };
-    if (loads) {
-      if (T::kPaged && page_size % C != 0)
-        stream(BoolConstant<true>{});
-      else
-        stream(BoolConstant<false>{});
-    }
+    if (loads) by_page_kind<T>(page_size, stream);
   } else {
     // Predicated loads: zeros, and no memory access, at or past the segment end and
     // in idle lanes.
