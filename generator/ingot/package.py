@@ -199,6 +199,26 @@ def census_rows(pack_dir):
     return kdp, rows
 
 
+def spill_lines(rows):
+    """(known, new) for the census rows with a spill or scratch: known maps each KnownSpill of
+    a family (Family.known_spills) that covers some of them to those rows; new lists the rest,
+    as 'kernel arch entry: scratch N, spill N (N in AGPRs)' lines."""
+    from ingot.families import FAMILIES  # (the families import nothing of this module)
+
+    table = [ks for f in FAMILIES.values() for ks in f.known_spills]
+    known, new = {}, []
+    for _p, k, arch, entry, _regs, _sgpr, spill, scratch, _lds, _dyn, _code, agpr_spill in rows:
+        if not (spill or scratch):
+            continue
+        ks = next((ks for ks in table if ks.covers(k, arch, spill, scratch, agpr_spill)), None)
+        if ks is not None:
+            known.setdefault(ks, []).append((k, arch, entry, spill))
+        else:
+            agpr = f" ({agpr_spill} in AGPRs)" if arch.startswith("gfx") else ""
+            new.append(f"{k} {arch} {entry}: scratch {scratch}, spill {spill}{agpr}")
+    return known, new
+
+
 def print_census(pack_dirs):
     try:
         total = 0
@@ -218,6 +238,15 @@ def print_census(pack_dirs):
                 print(f"  {arch}: {len({r[1] for r in worst})} kernels, max regs {max(r[4] for r in worst)}, "
                       f"spills {sum(r[6] for r in worst)} ({sum(r[11] for r in worst)} in AGPRs), scratch {sum(r[7] for r in worst)}, "
                       f"max lds {max(r[8] for r in worst)}, max dynamic lds {max(r[9] for r in worst)}")
+            known, new = spill_lines(rows)
+            for ks, hits in known.items():
+                sizes = sorted({h[3] for h in hits})
+                print(f"  known spill, {'/'.join(sorted({h[1] for h in hits}))}: {len(hits)} entry points of "
+                      f"{len({h[0] for h in hits})} kernels, {'-'.join(map(str, sorted({sizes[0], sizes[-1]})))} bytes (at most {ks.max_bytes}"
+                      f"{', AGPRs only' if ks.agpr_only else ''}): {ks.why}")
+            for line in new:
+                print(f"  NEW spill (no known spill covers it: time it, then record it in the family's "
+                      f"known_spills, or remove it): {line}")
             total += len(kdp["kernelDescriptors"])
         print(f"census: {len(pack_dirs)} pack(s), {total} kernels")
         return 0

@@ -7,7 +7,9 @@ no AMD object uses flat or scratch memory instructions; every AMD split's token 
 K and V loads in flight while it computes (the software pipeline holds on AMD).
 Each check has a negative control on a mutated copy."""
 
+import contextlib
 import glob
+import io
 import json
 import os
 import re
@@ -20,6 +22,8 @@ from descriptor_checks import code_object_state
 from ingot.archs import ARCHS
 from ingot.cli import load_pack
 from ingot.codeobj import amd_register_moves, loop_pipeline, split_body
+from ingot.families import FAMILIES
+from ingot.package import census_rows, print_census, spill_lines
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACK = os.environ.get("INGOT_BUILT_PACK", os.path.join(REPO, "build", "packs", "attention_decode"))
@@ -96,29 +100,23 @@ def static_violations(pack_dir, archs=AMD):
     return out
 
 
-# The SIMT splits of 8 rows (a wave's) that remain (head dim 256 at g8, 4 tokens a wave)
-# hold more than 256 VGPRs of state and park values in AGPRs (v_accvgpr moves, no MFMA) at one
-# wave per SIMD: spills, though not to memory. Up to 121 while the head-dim-128 8-row splits ran
-# SIMT (issue 22/26, clang 22.1.8); those run the matrix-core split now, bf16 and fp16, and park
-# nothing (issue 26, docs/decisions/0024-amd-mfma-fp16.md), as do head dim 64's since 2026-12-04
-# (g4 and g8: 102-120 VGPRs; the row-wave g32 at 32 tokens: 127-222; decision 0029). Since then at most 58 in a uniform
-# split, 60 in a balanced one (its prologue's scan). Not measured on hardware (no AMD GPU here).
-# Any other AMD spill, one to memory, or more AGPRs, is new.
-KNOWN_AMD_AGPR_SPILLS = re.compile(r"^attention_decode_(bf16|fp16)_(d256_g8_sq1_(contig|paged)_w4t4) "
-                                   r"(gfx942|gfx950) (balanced_)?split: scratch 0, spill (\d+) "
-                                   r"\((?P<agpr>\d+) in AGPRs\)$")
-KNOWN_AMD_AGPR_SPILL_MAX = 60
+def unexpected_spills(pack_dir, archs):
+    """The entry points on archs with a spill or scratch that no known spill of the family covers
+    (Family.known_spills: the census prints those with their reasons), as static_violations'
+    lines."""
+    _kdp, rows = census_rows(pack_dir)
+    return [line for line in spill_lines(rows)[1] if line.split(" ")[1] in archs]
 
 
 def unexpected_amd_spills(pack_dir):
     """static_violations for the AMD archs, less the known AGPR spills of the SIMT kernels."""
-    out = []
-    for line in static_violations(pack_dir):
-        m = KNOWN_AMD_AGPR_SPILLS.match(line)
-        # (scratch 0 in the pattern: what is not parked in AGPRs stays in registers too)
-        if not m or int(m.group("agpr")) > KNOWN_AMD_AGPR_SPILL_MAX:
-            out.append(line)
-    return out
+    return unexpected_spills(pack_dir, AMD)
+
+
+def known_spill(arch, kernel):
+    """The family's known spill that names this kernel on arch."""
+    return next(ks for ks in FAMILIES["attention_decode"].known_spills
+                if arch in ks.archs and re.search(ks.kernel, kernel))
 
 
 def amd_waves_per_simd(vgpr):
@@ -172,27 +170,6 @@ def code_object_version_problems(pack_dir):
     return out
 
 
-# The head-dim-256 ring kernels spill 80-128 (contiguous) and 160 (paged) bytes at 255 registers
-# on sm_90; their times on the H200 (docs/PERFORMANCE.md) include that. With the balanced split's
-# path (issue 23) beside the uniform one: up to 176; as an entry point of its own (balanced_split,
-# the same spills or fewer: 56-160), 160 again. The paged tensor-core kernels of the register
-# pipeline spill 56-88 bytes since their loads are written out a second time for pages shorter
-# than a chunk (issue 22); measured on the H200: paged 16 at 64K 21.23 -> 22.44 us (+5.7%,
-# docs/PERFORMANCE.md): a known regression. Since decision 0030 (a wave's second 8 rows, compiled
-# out below 9 rows) ptxas numbers the ring kernels' running max and sum in another order (the PTX
-# differs in register names only) and the head-dim-256 rings spill 96 (contiguous) and 184 (paged)
-# bytes; timed on the H200 against the build before in one call (docs/decisions/0030).
-# Since decision 0040 (fewer instructions a chunk) the head-dim-256 rings spill less (16 and 120) and
-# two kernels 8 bytes each: the paged register pipeline at head dims 80 and 96 (its balanced split
-# only), and the paged head-dim-64 row-wave kernel held to 128 registers for three workgroups an SM.
-# Any other sm_90 spill or scratch, or a larger one, is new.
-KNOWN_SM90_SPILLS = re.compile(r"^attention_decode_(bf16|fp16)_(d256_g[48]_sq1_(contig|paged)_w4t16_tcs3|"
-                               r"d(80|96|112|128)_g[148]_sq[14]_paged_w[48]t16_tc|"
-                               r"d64_g80_sq1_paged_w5t32o3_tcs4rw) sm_90 (?:balanced_)?split: "
-                               r"scratch (\d+), spill (\d+)$")
-KNOWN_SM90_SPILL_BYTES = 184
-
-
 def load_kdp(pack_dir):
     with open(glob.glob(os.path.join(pack_dir, "*.kdp.json"))[0], encoding="utf-8") as f:
         return json.load(f)
@@ -243,13 +220,9 @@ MIN_PIPELINE_SHARE = 0.5
 
 
 def unexpected_sm90_spills(pack_dir):
-    """static_violations for sm_90, less the known spills of the head-dim-256 rings."""
-    out = []
-    for line in static_violations(pack_dir, archs=("sm_90",)):
-        m = KNOWN_SM90_SPILLS.match(line)
-        if not m or int(m.group(5)) > KNOWN_SM90_SPILL_BYTES or int(m.group(6)) > KNOWN_SM90_SPILL_BYTES:
-            out.append(line)
-    return out
+    """static_violations for sm_90, less the known spills (the head-dim-256 rings, the paged
+    register pipeline, Falcon-7B's row-wave kernel)."""
+    return unexpected_spills(pack_dir, ("sm_90",))
 
 
 @unittest.skipUnless(os.path.isdir(PACK), f"no built pack at {PACK} (run the build first)")
@@ -387,9 +360,9 @@ class BuiltPackTest(unittest.TestCase):
                     self.assertEqual(r["agpr_spill"], r["agpr"] if parked else 0)
                     self.assertLessEqual(r["agpr"], r["vgpr"])  # .vgpr_count holds the AGPRs
                     seen += parked
-        self.assertGreater(seen, 0, "no AMD kernel parks values in AGPRs: update KNOWN_AMD_AGPR_SPILLS")
+        self.assertGreater(seen, 0, "no AMD kernel parks values in AGPRs: update the family's known_spills")
 
-    def test_sm90_spills_only_in_the_head_dim_256_rings(self):
+    def test_sm90_spills_are_known_ones(self):
         if not has_sm90(PACK):
             self.skipTest("no sm_90 code objects in this build")
         self.assertEqual(unexpected_sm90_spills(PACK), [])
@@ -533,13 +506,14 @@ class BuiltPackTest(unittest.TestCase):
 
     def test_new_or_larger_amd_spills_are_detected(self):
         seed, known = "attention_decode_bf16_d128_g4_sq1_contig_w4t16_tc", "attention_decode_fp16_d256_g8_sq1_paged_w4t4"
+        big = known_spill("gfx950", known).max_bytes + 2
 
         def mutate(kdp):
             by_name = {kd["name"]: kd for kd in kdp["kernelDescriptors"]}
             res = by_name[seed]["kernel_source"]["objects"]["gfx942"]["resources"]["split"]
             res["agpr_spill"], res["spill"] = 4, 4
             res = by_name[known]["kernel_source"]["objects"]["gfx950"]["resources"]["split"]
-            res["agpr_spill"] = res["spill"] = KNOWN_AMD_AGPR_SPILL_MAX + 2
+            res["agpr_spill"] = res["spill"] = big
             res = by_name[known]["kernel_source"]["objects"]["gfx942"]["resources"]["split"]
             res["scratch"] = 16  # a spill to memory
 
@@ -550,8 +524,7 @@ class BuiltPackTest(unittest.TestCase):
             self.assertEqual(unexpected_amd_spills(dst), [
                 f"{seed} gfx942 split: scratch 0, spill 4 (4 in AGPRs)",
                 f"{known} gfx942 split: scratch 16, spill {r942['spill']} ({r942['agpr_spill']} in AGPRs)",
-                f"{known} gfx950 split: scratch 0, spill {KNOWN_AMD_AGPR_SPILL_MAX + 2} "
-                f"({KNOWN_AMD_AGPR_SPILL_MAX + 2} in AGPRs)"])
+                f"{known} gfx950 split: scratch 0, spill {big} ({big} in AGPRs)"])
 
     def test_another_code_object_version_is_detected(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -574,11 +547,12 @@ class BuiltPackTest(unittest.TestCase):
         if not has_sm90(PACK):
             self.skipTest("no sm_90 code objects in this build")
         seed, ring = "attention_decode_bf16_d128_g4_sq1_contig_w4t16_tc", "attention_decode_bf16_d256_g4_sq1_paged_w4t16_tcs3"
+        big = known_spill("sm_90", ring).max_bytes + 8
 
         def mutate(kdp):
             by_name = {kd["name"]: kd for kd in kdp["kernelDescriptors"]}
             by_name[seed]["kernel_source"]["objects"]["sm_90"]["resources"]["split"]["spill"] = 8
-            by_name[ring]["kernel_source"]["objects"]["sm_90"]["resources"]["split"]["spill"] = KNOWN_SM90_SPILL_BYTES + 8
+            by_name[ring]["kernel_source"]["objects"]["sm_90"]["resources"]["split"]["spill"] = big
 
         with tempfile.TemporaryDirectory() as tmp:
             dst = self._with_kdp(tmp, mutate)
@@ -586,7 +560,16 @@ class BuiltPackTest(unittest.TestCase):
                 "kernel_source"]["objects"]["sm_90"]["resources"]["split"]["scratch"]
             self.assertEqual(unexpected_sm90_spills(dst), [
                 f"{seed} sm_90 split: scratch 0, spill 8",
-                f"{ring} sm_90 split: scratch {scratch}, spill {KNOWN_SM90_SPILL_BYTES + 8}"])
+                f"{ring} sm_90 split: scratch {scratch}, spill {big}"])
+            # The census names them, and the known spills with their reasons.
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                self.assertEqual(print_census([dst]), 0)
+            new = [ln for ln in out.getvalue().splitlines() if ln.startswith("  NEW spill")]
+            self.assertEqual([ln.split("): ", 1)[1] for ln in new], unexpected_sm90_spills(dst))
+            why = known_spill("sm_90", "attention_decode_bf16_d128_g4_sq1_paged_w4t16_tc").why
+            self.assertIn(why, out.getvalue())
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -7,7 +7,7 @@ interface: ingot/families/__init__.py and family.py)."""
 import dataclasses
 from dataclasses import dataclass
 
-from ingot.families.family import Const, Family
+from ingot.families.family import Const, Family, KnownSpill
 from ingot.schema import Bool, Int, List, Map, Range, Str
 
 NAME = "attention_decode"
@@ -610,6 +610,28 @@ ABI = (
 ) + tuple(Const(f"INGOT_AD_ENTRY_{e.upper()}", i, f"launch entry: the UDD's entry_points[{i}], {e}")
           for i, e in enumerate(ENTRY_POINTS))
 
+# The spills the shipped kernels have, each timed with it (docs/PERFORMANCE.md, the decisions
+# named). Any other spill or scratch, or a larger one, fails tests/generator/test_built_pack.py.
+KNOWN_SPILLS = (
+    KnownSpill(
+        ("sm_90",), r"_d256_g[48]_sq1_(contig|paged)_w4t16_tcs3$", 120,
+        "the head-dim-256 rings at 255 registers: a 16-token chunk's accumulators and operands "
+        "fill them; timed with the spill (decisions 0014, 0015, 0030, 0040)"),
+    KnownSpill(
+        ("sm_90",), r"_d(80|96|112|128)_g[148]_sq[14]_paged_w[48]t16_tc$", 96,
+        "the paged register pipeline: its loads written out a second time for pages shorter than a "
+        "chunk (decision 0023: +5.7% at 64K, paged 16, H200)"),
+    KnownSpill(
+        ("sm_90",), r"_d64_g80_sq1_paged_w5t32o3_tcs4rw$", 8,
+        "Falcon-7B's paged row-wave kernel held to 128 registers for three workgroups an SM (H100, B=32: "
+        "8K 38.5 -> 36.5 us, 64K 278 -> 248 us against two at 159 registers; decision 0040)"),
+    KnownSpill(
+        ("gfx942", "gfx950"), r"_d256_g8_sq1_(contig|paged)_w4t4$", 30,
+        "the head-dim-256 8-row SIMT split parks values in AGPRs (v_accvgpr moves, not memory) at "
+        "one wave per SIMD; 2 tokens a wave and the matrix-core split park as many or more "
+        "(decision 0025); not timed on AMD hardware", agpr_only=True),
+)
+
 FAMILY = Family(
     name=NAME, axes=AXES, axis_defaults=AXIS_DEFAULTS, knobs=KNOBS, optional_knobs=OPTIONAL_KNOBS,
     admit=ADMIT, pack_keys=PACK_KEYS,
@@ -621,5 +643,5 @@ FAMILY = Family(
     dispatch_source_template="attention_decode_dispatch.c.j2",
     dispatch_header_template="attention_decode_dispatch.h.j2",
     kernarg_expr=KERNARG_EXPR, kernel_context=kernel_context, dispatch_context=dispatch_context,
-    abi=ABI,
+    abi=ABI, known_spills=KNOWN_SPILLS,
 )

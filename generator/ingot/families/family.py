@@ -1,6 +1,7 @@
 """The interface between the generator's core and a kernel family (the
 package docstring, ingot/families/__init__.py, says how the core uses it)."""
 
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -13,6 +14,26 @@ class Const:
     value: int
     doc: str
     hex: bool = False  # a mask: written in hex
+
+
+@dataclass(frozen=True)
+class KnownSpill:
+    """A spill some of a family's kernels have and ship with (Family.known_spills): the
+    census names it beside its reason, and tests/generator/test_built_pack.py fails the
+    build on any spill or scratch that no known spill covers, or on a larger one."""
+
+    archs: tuple  # the arch names it is known on
+    kernel: str  # a regular expression searched in the kernel's name
+    max_bytes: int  # at most this many bytes spilled (and of scratch) by each entry point
+    why: str  # why it ships: what was measured, where it is recorded
+    agpr_only: bool = False  # AMD: values parked in AGPRs only, no scratch
+
+    def covers(self, kernel, arch, spill, scratch, agpr_spill):
+        if arch not in self.archs or not re.search(self.kernel, kernel):
+            return False
+        if self.agpr_only:
+            return scratch == 0 and agpr_spill == spill <= self.max_bytes
+        return spill <= self.max_bytes and scratch <= self.max_bytes
 
 
 @dataclass(frozen=True)
@@ -66,6 +87,8 @@ class Family:
     # must agree on, as Const rows; written once, into the generated
     # templates/ingot_abi.h (abi.py), which the C and device code include.
     abi: tuple = ()
+    # The spills its shipped kernels are known to have, as KnownSpill rows.
+    known_spills: tuple = ()
 
     def signature(self):
         """The kernargs with their offsets, each aligned to its size (the C ABI
