@@ -1,6 +1,8 @@
 #!/bin/bash
-# The GPU suite steps go1.sh does not run, on this build (build-ab/new.tar.xz), in two calls:
-#   STEP=a: part 1's wait-order check, capacity and splits; part 2's handoff, ragged and kv_append;
+# The GPU suite steps go1.sh (SHORT=1) does not run, on this build (build-ab/new.tar.xz: vtrans.patch applied),
+# in three calls of at most 340 s each (test times: the slowest of earlier runs):
+#   STEP=a: part 2's ragged (the balanced split of every ring kernel), graph, streams and kv_append;
+#   STEP=c: part 1's capacity, part 2's handoff;
 #   STEP=b: part 3 (wave64, the Python quick start and test_torch_api, ingot-inspect on the graphs), then
 #     Phi-2 and Phi-3-mini on a ring kernel against this build.
 # Logs in $OUT/gpu_<STEP><part>.tgz, summaries in $OUT/summary_<STEP><part>.txt.
@@ -16,7 +18,8 @@ run() {  # PART TESTS
   echo "part $1 rc=$? [$((SECONDS - T0))s]"; cp $res/p$1/summary.txt $OUT/summary_${STEP}$1.txt; cat $res/p$1/summary.txt
 }
 case $STEP in
-  a) INGOT_NO_PYTHON=1 run 1 "capacity splits"; INGOT_NO_PYTHON=1 run 2 "handoff ragged kv_append" ;;
+  a) INGOT_NO_PYTHON=1 run 2 "ragged graph streams kv_append" ;;
+  c) INGOT_NO_PYTHON=1 run 1 "capacity"; STEP=c2 INGOT_NO_PYTHON=1 run 2 "handoff" ;;
   b) run 3
      # Phi-2 and Phi-3-mini on a ring kernel (build-ab/d80ring: tools/candidate_pack.sh ... 'dims3|8|80, 96|groups
      # [[1, 65535]]|{math: auto, waves: 4, stages: 3}|contiguous|1') against this build's register-pipeline kernels
