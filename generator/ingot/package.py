@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ingot.archs import ARCHS
 from ingot.codeobj import CodeObjectError, read_amd, read_cubin
 from ingot.descriptors import dumps
+from ingot.families import FAMILIES
 
 
 class PackageError(Exception):
@@ -199,23 +200,28 @@ def census_rows(pack_dir):
     return kdp, rows
 
 
+def spill_line(row):
+    """A census row's spill as 'kernel arch entry: scratch N, spill N' (AMD: ' (N in AGPRs)' after)."""
+    _p, k, arch, entry, _regs, _sgpr, spill, scratch, _lds, _dyn, _code, agpr_spill = row
+    agpr = f" ({agpr_spill} in AGPRs)" if arch in ARCHS and ARCHS[arch].vendor == "amd" else ""
+    return f"{k} {arch} {entry}: scratch {scratch}, spill {spill}{agpr}"
+
+
 def spill_lines(rows):
     """(known, new) for the census rows with a spill or scratch: known maps each KnownSpill of
     a family (Family.known_spills) that covers some of them to those rows; new lists the rest,
-    as 'kernel arch entry: scratch N, spill N (N in AGPRs)' lines."""
-    from ingot.families import FAMILIES  # (the families import nothing of this module)
-
+    as spill_line's lines."""
     table = [ks for f in FAMILIES.values() for ks in f.known_spills]
     known, new = {}, []
-    for _p, k, arch, entry, _regs, _sgpr, spill, scratch, _lds, _dyn, _code, agpr_spill in rows:
+    for row in rows:
+        _p, k, arch, entry, _regs, _sgpr, spill, scratch, _lds, _dyn, _code, agpr_spill = row
         if not (spill or scratch):
             continue
         ks = next((ks for ks in table if ks.covers(k, arch, spill, scratch, agpr_spill)), None)
         if ks is not None:
             known.setdefault(ks, []).append((k, arch, entry, spill))
         else:
-            agpr = f" ({agpr_spill} in AGPRs)" if arch.startswith("gfx") else ""
-            new.append(f"{k} {arch} {entry}: scratch {scratch}, spill {spill}{agpr}")
+            new.append(spill_line(row))
     return known, new
 
 
@@ -240,9 +246,9 @@ def print_census(pack_dirs):
                       f"max lds {max(r[8] for r in worst)}, max dynamic lds {max(r[9] for r in worst)}")
             known, new = spill_lines(rows)
             for ks, hits in known.items():
-                sizes = sorted({h[3] for h in hits})
+                lo, hi = min(h[3] for h in hits), max(h[3] for h in hits)
                 print(f"  known spill, {'/'.join(sorted({h[1] for h in hits}))}: {len(hits)} entry points of "
-                      f"{len({h[0] for h in hits})} kernels, {'-'.join(map(str, sorted({sizes[0], sizes[-1]})))} bytes (at most {ks.max_bytes}"
+                      f"{len({h[0] for h in hits})} kernels, {lo if lo == hi else f'{lo}-{hi}'} bytes (at most {ks.max_bytes}"
                       f"{', AGPRs only' if ks.agpr_only else ''}): {ks.why}")
             for line in new:
                 print(f"  NEW spill (no known spill covers it: time it, then record it in the family's "

@@ -23,7 +23,7 @@ from ingot.archs import ARCHS
 from ingot.cli import load_pack
 from ingot.codeobj import amd_register_moves, loop_pipeline, split_body
 from ingot.families import FAMILIES
-from ingot.package import census_rows, print_census, spill_lines
+from ingot.package import census_rows, print_census, spill_line, spill_lines
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACK = os.environ.get("INGOT_BUILT_PACK", os.path.join(REPO, "build", "packs", "attention_decode"))
@@ -88,16 +88,8 @@ def census(pack_dir):
 
 def static_violations(pack_dir, archs=AMD):
     """Every entry point on archs (AMD's by default) with scratch or spills, as 'kernel arch entry: ...' lines."""
-    out = []
-    for kd in load_kdp(pack_dir)["kernelDescriptors"]:
-        for arch, obj in sorted(kd["kernel_source"]["objects"].items()):
-            if arch not in archs:
-                continue
-            for entry, r in sorted(obj["resources"].items()):
-                if r["scratch"] or r["spill"]:
-                    agpr = f" ({r['agpr_spill']} in AGPRs)" if "agpr_spill" in r else ""
-                    out.append(f"{kd['name']} {arch} {entry}: scratch {r['scratch']}, spill {r['spill']}{agpr}")
-    return out
+    _kdp, rows = census_rows(pack_dir)
+    return [spill_line(r) for r in rows if r[2] in archs and (r[6] or r[7])]
 
 
 def unexpected_spills(pack_dir, archs):
@@ -105,7 +97,7 @@ def unexpected_spills(pack_dir, archs):
     (Family.known_spills: the census prints those with their reasons), as static_violations'
     lines."""
     _kdp, rows = census_rows(pack_dir)
-    return [line for line in spill_lines(rows)[1] if line.split(" ")[1] in archs]
+    return spill_lines([r for r in rows if r[2] in archs])[1]
 
 
 def unexpected_amd_spills(pack_dir):
@@ -115,8 +107,7 @@ def unexpected_amd_spills(pack_dir):
 
 def known_spill(arch, kernel):
     """The family's known spill that names this kernel on arch."""
-    return next(ks for ks in FAMILIES["attention_decode"].known_spills
-                if arch in ks.archs and re.search(ks.kernel, kernel))
+    return next(ks for ks in FAMILIES["attention_decode"].known_spills if ks.names(kernel, arch))
 
 
 def amd_waves_per_simd(vgpr):

@@ -28,8 +28,11 @@ class KnownSpill:
     why: str  # why it ships: what was measured, where it is recorded
     agpr_only: bool = False  # AMD: values parked in AGPRs only, no scratch
 
+    def names(self, kernel, arch):
+        return arch in self.archs and re.search(self.kernel, kernel) is not None
+
     def covers(self, kernel, arch, spill, scratch, agpr_spill):
-        if arch not in self.archs or not re.search(self.kernel, kernel):
+        if not self.names(kernel, arch):
             return False
         if self.agpr_only:
             return scratch == 0 and agpr_spill == spill <= self.max_bytes
