@@ -55,9 +55,10 @@ INGOT_DEVICE SplitSmem<T> &split_smem() {
 // S[row g + 8h][token 8u + 2q + e] in c[2h + e], which is exactly the A operand
 // of PV for the same tokens: softmax needs only the quad (lanes 4g..4g+3) to
 // agree on a row max. PV: B = V (tokens 2q + {0,1,8,9} of a 16-token step,
-// column g of each 8-wide n tile); output column n of n tile i is element d =
-// 64*(i/8) + 8n + i%8, so V is read in 16-byte chunks g + 8*cc and the B operand
-// is two byte permutes away. A wave of up to 8 rows fills the tile's first half
+// column g of each 8-wide n tile). From registers (the register pipeline) output
+// column n of n tile i is element d = 64*(i/8) + 8n + i%8, so V is read in 16-byte
+// chunks g + 8*cc and the B operand is two byte permutes away; from the ring,
+// ldmatrix .trans gives n tile i as columns 8i + n (kVTrans). A wave of up to 8 rows fills the tile's first half
 // (NH 1: the second is zeros, computed and dropped); 9 to 16 rows fill both (NH
 // 2) for the same K and V fragments and the same mma count: a wave's second 8
 // rows cost registers (q, S, O), not reads.
@@ -68,10 +69,20 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
   constexpr int DC = T::kHeadDim / 8;
   constexpr int NU = C / 8;     // QK n tiles of 8 tokens
   constexpr int NKS = D / 16;   // QK k steps
-  constexpr int NKC = D / 32;   // 16-byte K chunks per token per lane
+  // 16-byte K chunks per token per lane: those of the chunks qd + 4j that hold data for some
+  // lane (head dims 80 and 96: 3 of the padded 128's 4, so a quarter of QK's mma and K's
+  // fragments are not issued; 160: 5 of 6). A k step past them would add zeros.
+  constexpr int NKC = (DC + 3) / 4;
   constexpr int NPV = C / 16;   // PV k steps of 16 tokens
   constexpr int NDT = D / 8;    // PV n tiles
   constexpr int NVC = D / 64;   // 16-byte V chunks per token per lane
+  // Ring kernels read V's fragments with ldmatrix .trans (kVTrans): n tile i is then V's
+  // 16-byte chunk i (columns 8i .. 8i + 7), so only the DC chunks that hold data take an
+  // mma (head dim 80: 10 of the padded 128's 16) and no fragment needs a byte permute. The
+  // register pipeline loads V from global memory into registers (no ldmatrix): n tile el of
+  // lane g's chunk g + 8cc is its element el, all NDT tiles of the padded head dim.
+  constexpr bool kVTrans = NS > 0;
+  constexpr int NO = kVTrans ? DC : NDT;  // O's n tiles
   constexpr int CPR = D / 8;    // 16-byte chunks per row of D
   constexpr int NH = R > 8 ? 2 : 1;  // halves of the m16 tile that hold rows (g, and g + 8)
   static_assert(T::kUseMma && kWaveSize == 32 && D % 64 == 0 && C % 16 == 0 && R <= 16, "mma path shape");
@@ -151,9 +162,9 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
   float run_max[NH], run_sum[NH];
 #pragma unroll
   for (int h = 0; h < NH; ++h) run_max[h] = kNegInf, run_sum[h] = 0.f;
-  float acc[NDT][2 * NH];  // O: row g + 8h, columns 2qd + e of n tile i in acc[i][2h + e]
+  float acc[NO][2 * NH];  // O: row g + 8h, columns 2qd + e of n tile i in acc[i][2h + e]
 #pragma unroll
-  for (int i = 0; i < NDT; ++i)
+  for (int i = 0; i < NO; ++i)
 #pragma unroll
     for (int e = 0; e < 2 * NH; ++e) acc[i][e] = 0.f;
 
@@ -173,9 +184,10 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
 
   // One chunk of C tokens at tok0 through the tensor cores: S = q K^T, one
   // online-softmax rescale, O += P V. This lane's fragments come from kf(u, j)
-  // (token 8u + g, 16-byte chunk qd + 4j) and vf(p, t, cc) (token v_token(p, t),
-  // chunk g + 8cc): registers, or the ring, read where they are used so that a
-  // chunk of head dim 256 need not sit in registers whole.
+  // (token 8u + g, 16-byte chunk qd + 4j) and vf: registers, vf(p, t, cc) (token
+  // v_token(p, t), chunk g + 8cc), or the ring, vf(p, m) (n tiles 2m and 2m + 1's B
+  // words of PV step p, kVTrans), read where they are used so that a chunk of head
+  // dim 256 need not sit in registers whole.
   auto consume = [&](int tok0, auto &&kf, auto &&vf) {
     // S (unscaled) for rows g + 8h, tokens 8u + 2qd + e.
     float sc[NU][NH][2];
@@ -226,7 +238,7 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
     // has not got (spills at head dim 128 with the next chunk in flight).
     if (NS == 0 || wave_any(grew)) {
 #pragma unroll
-      for (int i = 0; i < NDT; ++i)
+      for (int i = 0; i < NO; ++i)
 #pragma unroll
         for (int e = 0; e < 2 * NH; ++e) acc[i][e] *= alpha[e / 2];
     }
@@ -244,27 +256,41 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
     // O += P V, 16 tokens per step. P's words 1 and 3 (and O's c[2], c[3]) are the second half's
     // rows where there is one, else zeros; its index is written NH - 1 so that it stays in
     // bounds when NH is 1 (the branch not taken is still compiled).
+    // O's n tile i += P B (B's two words for the tile).
+    auto pv_mma = [&](int i, const u32 (&pa)[4], u32 b0, u32 b1) {
+      float c[4] = {acc[i][0], acc[i][1], NH > 1 ? acc[i][2 * NH - 2] : 0.f, NH > 1 ? acc[i][2 * NH - 1] : 0.f};
+      mma16816<DT>(c, pa, b0, b1);
+#pragma unroll
+      for (int e = 0; e < 2 * NH; ++e) acc[i][e] = c[e];
+    };
 #pragma unroll
     for (int p = 0; p < NPV; ++p) {
       const u32 pa[4] = {pack2<DT>(pr[2 * p][0][0], pr[2 * p][0][1]),
                          NH > 1 ? pack2<DT>(pr[2 * p][NH - 1][0], pr[2 * p][NH - 1][1]) : 0u,
                          pack2<DT>(pr[2 * p + 1][0][0], pr[2 * p + 1][0][1]),
                          NH > 1 ? pack2<DT>(pr[2 * p + 1][NH - 1][0], pr[2 * p + 1][NH - 1][1]) : 0u};
+      if constexpr (kVTrans) {
+        // vf(p, m): n tiles 2m and 2m + 1's B words (tokens 16p .. 16p + 7, then + 8 .. + 15).
 #pragma unroll
-      for (int cc = 0; cc < NVC; ++cc) {
-        const u32x4 v0 = vf(p, 0, cc), v1 = vf(p, 1, cc), v2 = vf(p, 2, cc), v3 = vf(p, 3, cc);
+        for (int m = 0; m < NO / 2; ++m) {
+          const u32x4 b = vf(p, m);
+          pv_mma(2 * m, pa, b.x, b.y);
+          pv_mma(2 * m + 1, pa, b.z, b.w);
+        }
+      } else {
 #pragma unroll
-        for (int el = 0; el < 8; ++el) {
-          const int i = 8 * cc + el, wi = el / 2;
-          const u32 sel = (el & 1) ? 0x7632u : 0x5410u;
-          const u32 w0 = wi == 0 ? v0.x : wi == 1 ? v0.y : wi == 2 ? v0.z : v0.w;
-          const u32 w1 = wi == 0 ? v1.x : wi == 1 ? v1.y : wi == 2 ? v1.z : v1.w;
-          const u32 w2 = wi == 0 ? v2.x : wi == 1 ? v2.y : wi == 2 ? v2.z : v2.w;
-          const u32 w3 = wi == 0 ? v3.x : wi == 1 ? v3.y : wi == 2 ? v3.z : v3.w;
-          float c[4] = {acc[i][0], acc[i][1], NH > 1 ? acc[i][2 * NH - 2] : 0.f, NH > 1 ? acc[i][2 * NH - 1] : 0.f};
-          mma16816<DT>(c, pa, byte_perm(w0, w1, sel), byte_perm(w2, w3, sel));
+        for (int cc = 0; cc < NVC; ++cc) {
+          const u32x4 v0 = vf(p, 0, cc), v1 = vf(p, 1, cc), v2 = vf(p, 2, cc), v3 = vf(p, 3, cc);
 #pragma unroll
-          for (int e = 0; e < 2 * NH; ++e) acc[i][e] = c[e];
+          for (int el = 0; el < 8; ++el) {
+            const int wi = el / 2;
+            const u32 sel = (el & 1) ? 0x7632u : 0x5410u;
+            const u32 w0 = wi == 0 ? v0.x : wi == 1 ? v0.y : wi == 2 ? v0.z : v0.w;
+            const u32 w1 = wi == 0 ? v1.x : wi == 1 ? v1.y : wi == 2 ? v1.z : v1.w;
+            const u32 w2 = wi == 0 ? v2.x : wi == 1 ? v2.y : wi == 2 ? v2.z : v2.w;
+            const u32 w3 = wi == 0 ? v3.x : wi == 1 ? v3.y : wi == 2 ? v3.z : v3.w;
+            pv_mma(8 * cc + el, pa, byte_perm(w0, w1, sel), byte_perm(w2, w3, sel));
+          }
         }
       }
     }
@@ -323,10 +349,11 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
     // A ring of NS stages per wave; NS - 1 chunks are in flight while one is
     // used. 16-byte chunk c of row t sits at c ^ f(t) (f below 8), so the
     // fragment reads of a quarter wave hit 8 distinct bank groups: K rows
-    // alternate by 4, V rows by 2 * ((t >> 1) & 3).
+    // alternate by 4, V rows by t & 7 (an ldmatrix phase reads one chunk of 8 rows).
     u16 *ring = smem.ring + tw * NS * 2 * C * D;
     auto k_at = [&](u16 *stage, int t, int c) { return stage + t * D + 8 * (c ^ ((t & 1) << 2)); };
-    auto v_at = [&](u16 *stage, int t, int c) { return stage + (C + t) * D + 8 * (c ^ (((t >> 1) & 3) << 1)); };
+    // V rows by t & 7 (kVTrans: ldmatrix reads a chunk of 8 consecutive rows).
+    auto v_at = [&](u16 *stage, int t, int c) { return stage + (C + t) * D + 8 * (c ^ (t & 7)); };
     // Copies of one chunk: lane l takes chunks l + 32n of the chunk's C rows
     // (whole rows per half wave: coalesced), K and V alike; zeros past the end.
     // Under row_waves the workgroup's threads share the copies (thread t: chunks
@@ -410,8 +437,8 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
         consume(
             tile + tw * C,
             [&](int u, int j) { return *reinterpret_cast<const u32x4 *>(k_at(stage, 8 * u + g, qd + 4 * j)); },
-            [&](int p, int t, int cc) {
-              return *reinterpret_cast<const u32x4 *>(v_at(stage, v_token(p, t), g + 8 * cc));
+            [&](int p, int m) {  // lane l: row l % 16 (token 16p + l % 16) of chunk 2m + l / 16
+              return ldsm_x4_trans(v_at(stage, 16 * p + (lane & 15), 2 * m + (lane >> 4)));
             });
       trace.chunk_done(tile == seg.begin, run_max[0]);
       slot = slot == NS - 1 ? 0 : slot + 1;
@@ -429,10 +456,10 @@ INGOT_DEVICE void decode_split_mma(INGOT_AD_PARAMS, const Piece *pc = nullptr) {
     const int r = g + 8 * h;
     if (r < R) {
 #pragma unroll
-      for (int i = 0; i < NDT; ++i)
+      for (int i = 0; i < NO; ++i)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const int col = 64 * (i / 8) + 8 * (2 * qd + e) + i % 8;
+          const int col = kVTrans ? 8 * i + 2 * qd + e : 64 * (i / 8) + 8 * (2 * qd + e) + i % 8;
           if (D == T::kHeadDim || col < T::kHeadDim) sh.wave_acc[ws.slot][ws.row + r][col] = acc[i][2 * h + e];
         }
       if (qd == 0) {

@@ -378,6 +378,20 @@ INGOT_DEVICE void copy16_async(void *lds, const void *p, bool pred) {
                : "memory");
 }
 INGOT_DEVICE void async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Four 8x8 matrices of 16-bit elements from shared memory, transposed (ldmatrix
+// .trans): lane l gives the address of row l % 8 of matrix l / 8 (16 bytes, 16-byte
+// aligned); word m of the result holds matrix m's rows 2 (l % 4) and 2 (l % 4) + 1 of
+// column l / 4, an m16n8k16 B word from row-major rows (k the row). Volatile, so that
+// it stays after the barrier that made the rows visible.
+INGOT_DEVICE u32x4 ldsm_x4_trans(const void *lds) {
+  const u32 a = (u32)__cvta_generic_to_shared(lds);
+  u32x4 r;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "r"(a)
+               : "memory");
+  return r;
+}
 template <int N>
 INGOT_DEVICE void async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
