@@ -117,7 +117,7 @@ class RealConfigTest(unittest.TestCase):
         self.assertEqual(tpw, want)
         # the variants the tests below name, as the shipped config tunes them
         self.assertEqual(want["decode_w8"], {(8, 16, 256, "auto")})
-        self.assertEqual(want["decode_g8_d256"], {(4, 4, 256, "simt")})
+        self.assertEqual(want["decode_g8_d256"], {(2, 8, 256, "simt")})
 
     def test_rows_are_group_times_max_sq_capped_at_8(self):
         want = {

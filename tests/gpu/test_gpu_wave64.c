@@ -20,9 +20,11 @@
  *    long and the rest short; poisoned tails (NaN, Inf, garbage K/V and
  *    page-table entries past each length); capacity 1 (one page when paged),
  *    balanced and (INGOT_BALANCE=0) in one uniform segment, and an odd
- *    capacity; and a long cache with many segments (the wide merge,
- *    more than 16 of them). Outputs are poisoned before each execute; O and LSE
- *    (where the kernel has it) are compared with the reference.
+ *    capacity; a long cache with many segments (the wide merge,
+ *    more than 16 of them); and, for the row-wave kernels, groups whose last row
+ *    block leaves a wave partly or wholly padding. Outputs are poisoned before
+ *    each execute; O and LSE (where the kernel has it) are compared with the
+ *    reference.
  *
  * Usage: <binary> [w64_pack_dir [shipped_pack_dir [selftest.cubin]]]; INGOT_WAVE64_ONLY=text
  * runs only the kernels whose names hold it. Exit 77
@@ -399,6 +401,7 @@ done:
 typedef struct tally {
   int executes, chosen, wide_merges, compact_merges, single;
   int max_splits;
+  int padded_waves; /* row-wave cases on their own kernel whose last row block has padding waves */
 } tally;
 
 enum { kMaxBatch = 32 }; /* dh_case_for_kernel's batches: at most 32 */
@@ -457,13 +460,14 @@ static int run_patterns(dh_case *c, unsigned which, int sq, void *stream, dh_sta
   return failures;
 }
 
-/* A case of k's shape at this capacity, batch and mask (heads: Hkv = 1 when one_kv_head). */
+/* A case of k's shape at this capacity, batch and mask (heads: k's pair when q_heads is 0, else
+ * Hq = q_heads over one KV head). */
 static int shaped_case(dh_case *c, ingot_context *ctx, const dh_kernel *k, int cap, int batch, ingot_mask mask,
-                       int sq, int one_kv_head, uint64_t seed, const dh_kernel *ks, int n, int *chosen) {
+                       int sq, int q_heads, uint64_t seed, const dh_kernel *ks, int n, int *chosen) {
   dh_shape s = dh_shape_for_kernel(k, cap, mask);
   s.batch = batch;
   s.seq_q = sq;
-  if (one_kv_head) s.num_q_heads = k->group, s.num_kv_heads = 1;
+  if (q_heads > 0) s.num_q_heads = q_heads, s.num_kv_heads = 1;
   char why[4096];
   if (dh_case_create(c, ctx, &s, seed, DH_TAIL_POISON, why, sizeof why) != 0) {
     fprintf(stderr, "FAIL: kernel %s at capacity %d, batch %d: %s\n", k->name, cap, batch, why);
@@ -526,11 +530,30 @@ static int run_kernel(dh_session *sess, int i, int *hits, tally *t) {
   const int tile = dh_kernel_tile(k);
   const int longcap = 20 * 64 * tile;
   if (longcap >= k->capacity[0] && longcap <= k->capacity[1]) {
-    if (shaped_case(&c, sess->ctx, k, longcap, 1, INGOT_MASK_CAUSAL, k->max_sq, 1, ++seed, ks, n, &chosen) != 0) {
+    if (shaped_case(&c, sess->ctx, k, longcap, 1, INGOT_MASK_CAUSAL, k->max_sq, k->group, ++seed, ks, n, &chosen) != 0) {
       ++failures;
     } else {
       if (chosen >= 0) hits[chosen]++;
       failures += run_patterns(&c, (1u << P_ODD) | (1u << P_FULL), k->max_sq, sess->stream, &sess->stats, t);
+      dh_case_destroy(&c);
+    }
+  }
+  /* Row waves: groups whose last row block leaves a wave partly padding (rows - wave rows + 1: the
+   * last wave holds one row) and whole waves padding (rows + wave rows: a second block whose first
+   * wave alone holds rows; the others load nothing but still meet the workgroup's barriers). */
+  if (k->row_waves && k->max_sq == 1) {
+    const int wave_rows = k->rows / k->waves;
+    const int groups[2] = {k->rows - wave_rows + 1, k->rows + wave_rows};
+    const int cap = k->capacity[0] > 4096 ? k->capacity[0] : (k->capacity[1] < 4096 ? k->capacity[1] : 4096);
+    for (int j = 0; j < 2; ++j) {
+      if (shaped_case(&c, sess->ctx, k, cap, 3, j ? INGOT_MASK_CAUSAL : INGOT_MASK_NONE, 1, groups[j], ++seed, ks, n,
+                      &chosen) != 0) {
+        ++failures;
+        continue;
+      }
+      if (chosen >= 0) hits[chosen]++;
+      t->padded_waves += chosen == (int)(k - ks);
+      failures += run_patterns(&c, (1u << P_ODD) | (1u << P_FULL) | (1u << P_RANDOM), 1, sess->stream, &sess->stats, t);
       dh_case_destroy(&c);
     }
   }
@@ -563,7 +586,7 @@ int main(int argc, char **argv) {
 
   const int n = sess.num_kernels;
   int *hits = calloc((size_t)n + 1, sizeof *hits);
-  int eligible = 0, missed = 0;
+  int eligible = 0, missed = 0, row_wave_kernels = 0;
   tally total;
   memset(&total, 0, sizeof total);
   /* INGOT_WAVE64_ONLY=<text>: only the kernels whose names hold it (e.g. for compute-sanitizer). */
@@ -582,12 +605,15 @@ int main(int argc, char **argv) {
     const int f = run_kernel(&sess, i, hits, &t);
     other += f;
     printf("  %s: %d executes, %zu values out of tolerance, %d failed cases; plans of 1 segment: %d, 2..16: %d, "
-           "more: %d (most %d)\n", sess.kernels[i].name, t.executes, sess.stats.failed - failed_before, f, t.single,
-           t.compact_merges, t.wide_merges, t.max_splits);
+           "more: %d (most %d); padding-wave cases: %d\n", sess.kernels[i].name, t.executes,
+           sess.stats.failed - failed_before, f, t.single, t.compact_merges, t.wide_merges, t.max_splits,
+           t.padded_waves);
     total.executes += t.executes;
     total.wide_merges += t.wide_merges;
     total.compact_merges += t.compact_merges;
     total.single += t.single;
+    total.padded_waves += t.padded_waves;
+    row_wave_kernels += sess.kernels[i].row_waves && sess.kernels[i].max_sq == 1;
   }
   for (int i = 0; i < n && hits != NULL; ++i) {
     if (sess.kernels[i].has_arch && hits[i] == 0) {
@@ -602,14 +628,19 @@ int main(int argc, char **argv) {
     fprintf(stderr, "FAIL: no plan had more than 16 segments: the wide merge's 64-lane reduction never ran\n");
     ++other;
   }
+  if (row_wave_kernels > 0 && total.padded_waves == 0) {
+    fprintf(stderr, "FAIL: %d row-wave kernels, but no case with padding waves ran on one of them\n",
+            row_wave_kernels);
+    ++other;
+  }
   if (eligible == 0) {
     fprintf(stderr, "FAIL: the pack has no kernel for %s\n", ARCH);
     ++other;
   }
-  printf("%s: %d kernels for %s, %d never chosen; %d executes (plans of 1 segment: %d, 2..16: %d, more: %d); "
-         "self-test %zu values, %d mismatches\n",
+  printf("%s: %d kernels for %s, %d never chosen; %d executes (plans of 1 segment: %d, 2..16: %d, more: %d; "
+         "row-wave cases with padding waves on their kernel: %d); self-test %zu values, %d mismatches\n",
          TEST_NAME, eligible, ingot_context_arch(sess.ctx), missed, total.executes, total.single,
-         total.compact_merges, total.wide_merges, selftest_values, selftest_failures);
+         total.compact_merges, total.wide_merges, total.padded_waves, selftest_values, selftest_failures);
   other += missed;
   free(hits);
   return dh_session_close(&sess, TEST_NAME, other);

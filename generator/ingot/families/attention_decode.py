@@ -628,11 +628,6 @@ KNOWN_SPILLS = (
         "8K 38.5 -> 36.5 us, 64K 278 -> 248 us against two at 159 registers; decision 0040); "
         "since decision 0043 8 bytes contiguous and 16 in the paged balanced split, with B=32 64K "
         "238.0 -> 228.9 us and 8K 36.6 -> 35.7 (H100)"),
-    KnownSpill(
-        ("gfx942", "gfx950"), r"_d256_g8_sq1_(contig|paged)_w4t4$", 30,
-        "the head-dim-256 8-row SIMT split parks values in AGPRs (v_accvgpr moves, not memory) at "
-        "one wave per SIMD; 2 tokens a wave and the matrix-core split park as many or more "
-        "(decision 0025); not timed on AMD hardware", agpr_only=True),
 )
 
 FAMILY = Family(
