@@ -1,15 +1,16 @@
 #!/bin/bash
 # The rest of the GPU suite on build-ab/new.tar.xz: vtrans.patch applied, and the AMD head-dim-256
 # group-8 kernel as two row waves of 4 rows (decision 0044; its wave64 twin is in the emulated pack).
-#   STEP=a: part 2's ragged, graph, streams and kv_append, then part 3 without Python (wave64 and the
-#     inspect runs: the emulated pack changed);
-#   STEP=c: part 1's capacity, part 2's handoff, then compute-sanitizer racecheck and synccheck on the
-#     new row-wave SIMT kernel of the emulated pack (bf16, head dim 256, group 8, paged).
+#   STEP=a (about 530 s): part 2's ragged, graph and streams, part 3 without Python (wave64 and the
+#     inspect runs: the emulated pack changed), part 1's capacity;
+#   STEP=c: part 2's handoff and kv_append (its pack is unchanged), then compute-sanitizer racecheck
+#     and synccheck on the new row-wave SIMT kernel of the emulated pack (bf16, head dim 256,
+#     group 8, paged).
 # Logs in $OUT/gpu_<STEP><part>.tgz, summaries in $OUT/summary_<STEP><part>.txt.
 set -u
 T0=$SECONDS
 STEP=${STEP:-a}
-res=/tmp/r5; mkdir -p $res
+res=/tmp/r5$STEP; mkdir -p $res
 [ -d build/packs/attention_decode ] || tar xJf build-ab/new.tar.xz
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv | tee $OUT/gpu.txt
 run() {  # PART TESTS
@@ -18,8 +19,8 @@ run() {  # PART TESTS
   echo "part $1 rc=$? [$((SECONDS - T0))s]"; cp $res/p$1/summary.txt $OUT/summary_${STEP}$1.txt; cat $res/p$1/summary.txt
 }
 case $STEP in
-  a) INGOT_NO_PYTHON=1 run 2 "ragged graph streams kv_append"; INGOT_NO_PYTHON=1 run 3 ;;
-  c) INGOT_NO_PYTHON=1 run 1 "capacity"; STEP=c2 INGOT_NO_PYTHON=1 run 2 "handoff"
+  a) INGOT_NO_PYTHON=1 run 2 "ragged graph streams"; INGOT_NO_PYTHON=1 run 3; INGOT_NO_PYTHON=1 run 1 "capacity" ;;
+  c) INGOT_NO_PYTHON=1 run 2 "handoff kv_append"
      export LD_LIBRARY_PATH=$PWD/build/lib
      for tool in racecheck synccheck; do
        INGOT_WAVE64_ONLY=bf16_d256_g8_sq1_paged timeout 150 compute-sanitizer --tool $tool --error-exitcode 86 \
