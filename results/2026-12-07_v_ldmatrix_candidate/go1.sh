@@ -1,5 +1,5 @@
 #!/bin/bash
-# Main (build-ab/old.tar.xz, ae4f2af) against this build (build-ab/new.tar.xz: vtrans.patch applied), and the
+# Main (build-ab/old.tar.xz, ae4f2af) against this build (build-ab/new.tar.xz: f39fa7c, V through ldmatrix), and the
 # GPU tests that run every changed kernel; logs under $OUT/r1.tgz after each step.
 #   default (about 560 s): the seed and batched points, the model rows whose kernels changed, then
 #     test_gpu_variants, models, graph, tokens, poison_tail and streams, then wave64 and the inspect runs;

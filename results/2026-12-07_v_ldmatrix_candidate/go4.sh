@@ -1,5 +1,5 @@
 #!/bin/bash
-# The GPU suite steps go1.sh (SHORT=1) does not run, on this build (build-ab/new.tar.xz: vtrans.patch applied),
+# The GPU suite steps go1.sh (SHORT=1) does not run, on this build (build-ab/new.tar.xz: f39fa7c, V through ldmatrix),
 # in three calls of at most 340 s each (test times: the slowest of earlier runs):
 #   STEP=a: part 2's ragged (the balanced split of every ring kernel), graph, streams and kv_append;
 #   STEP=c: part 1's capacity, part 2's handoff;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The rest of the GPU suite on build-ab/new.tar.xz: vtrans.patch applied, and the AMD head-dim-256
+# The rest of the GPU suite on build-ab/new.tar.xz (b646209): V through ldmatrix, and the AMD head-dim-256
 # group-8 kernel as two row waves of 4 rows (decision 0044; its wave64 twin is in the emulated pack).
 #   STEP=a (about 530 s): part 2's ragged, graph and streams, part 3 without Python (wave64 and the
 #     inspect runs: the emulated pack changed), part 1's capacity;
