@@ -92,7 +92,6 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
   constexpr int VWords = sizeof(VW) / 4;
   static_assert(T::kUseMfma && (KS % 8 == 0 || KS == 4) && R <= 16 && T::kChunk % 16 == 0,
                 "the matrix-core path's shapes");
-  INGOT_SHARED SplitShared<T> sh;
 
   const int tid = thread_id();
   const int wave = tid / kWaveSize, lane = tid % kWaveSize;
@@ -299,24 +298,66 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
   // of padding rows only (row_waves).
   if (seg.begin < seg.end && ws.live) by_page_kind<T>(page_size, stream);
 
-  // The row's sum over its four lanes; then the wave's (max, sum, acc) to LDS.
+  // The row's sum over its four lanes.
   run_sum += shfl_xor(run_sum, 16);
   run_sum += shfl_xor(run_sum, 32);
-  if (q4 == 0 && c16 < R) {
-    sh.wave_max[ws.slot][ws.row + c16] = run_max;
-    sh.wave_sum[ws.slot][ws.row + c16] = run_sum;
-  }
+  if constexpr (T::kRowWaves) {
+    // Under row_waves a wave took every token of its rows: there is no other wave's
+    // (max, sum, acc) to merge them with, so the wave writes its rows itself, from its
+    // registers: no LDS and no barrier (the 16 KiB of SplitShared at head dim 128 held
+    // gfx942 to 3 workgroups per CU; decision 0045). Row c16's weight (1 / sum) and LSE
+    // (log2) are finish_split's for one wave, bit for bit; lane l's O rows 4 q4 + r take
+    // them from lane 4 q4 + r, and it writes the row's elements KS c16 .. + KS (16 lanes
+    // a row: whole lines).
+    launch_dependents();  // this workgroup's loads are done (as on the SIMT path)
+    const int rows_total = group * sq;
+    const float inv = run_sum > 0.f ? fast_rcp(run_sum) : 0.f;  // a row that saw no key: O = 0
+    const float lse2 = run_sum > 0.f ? run_max + fast_log2(run_sum) : kNegInf;
+    const SplitTarget tgt =
+        split_target<T>(pc, b, hkv, split, workspace, num_kv_heads, num_splits, rows_total, flags);
 #pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    const int row = 4 * q4 + r;
-    if (row < R) {
+    for (int r = 0; r < 4; ++r) {
+      const int wr = 4 * q4 + r;  // the wave's row of this lane's O row r
+      const float wgt = bits_to_float((u32)shfl_idx((int)float_to_bits(inv), wr));
+      const float l2 = bits_to_float((u32)shfl_idx((int)float_to_bits(lse2), wr));
+      const int row = row0 + ws.row + wr;
+      if (wr >= R || row >= rows_total) continue;  // a padding row
+      float out[KS];
 #pragma unroll
-      for (int t = 0; t < KS; ++t) sh.wave_acc[ws.slot][ws.row + row][KS * c16 + t] = acc[t][r];
+      for (int t = 0; t < KS; ++t) out[t] = acc[t][r] * wgt;
+      const int d = KS * c16;
+      if (tgt.direct) {
+        store_cols<T, KS>(o, lse, b, hkv, row_pos(row, group), d, out, l2, sq, num_kv_heads, group, o_stride_b,
+                          o_stride_h, o_stride_s, flags);
+      } else {
+        // Every O row of the workspace is 16-byte aligned (workspace_block), and d is a multiple of 4.
+        const long long rs = (long long)row * tgt.stride + tgt.slot;
+        if (d == 0) tgt.lse[rs] = l2;
+#pragma unroll
+        for (int j = 0; j < KS; j += 4)
+          *reinterpret_cast<u32x4 *>(tgt.o + rs * D + d + j) = u32x4{
+              float_to_bits(out[j]), float_to_bits(out[j + 1]), float_to_bits(out[j + 2]), float_to_bits(out[j + 3])};
+      }
     }
+  } else {
+    // The wave's (max, sum, acc) to LDS; finish_split merges the waves'.
+    INGOT_SHARED SplitShared<T> sh;
+    if (q4 == 0 && c16 < R) {
+      sh.wave_max[ws.slot][ws.row + c16] = run_max;
+      sh.wave_sum[ws.slot][ws.row + c16] = run_sum;
+    }
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int row = 4 * q4 + r;
+      if (row < R) {
+#pragma unroll
+        for (int t = 0; t < KS; ++t) sh.wave_acc[ws.slot][ws.row + row][KS * c16 + t] = acc[t][r];
+      }
+    }
+    // As on the SIMT path: this workgroup's loads are done.
+    launch_dependents();
+    finish_split<T>(sh, tid, b, hkv, split, row0, pc, INGOT_AD_ARGS);
   }
-  // As on the SIMT path: this workgroup's loads are done.
-  launch_dependents();
-  finish_split<T>(sh, tid, b, hkv, split, row0, pc, INGOT_AD_ARGS);
 }
 
 }  // namespace ingot

@@ -38,8 +38,10 @@
 #define INGOT_SHARED __attribute__((shared))
 #else
 #define INGOT_DEVICE __device__ __forceinline__
+// The emulated wave (sm_90_w64) leaves the hint out: an AMD variant's occupancy is workgroups per
+// CU, a register budget for a CU's 512-register file that an SM's 64K registers do not share.
 #define INGOT_KERNEL(threads, occupancy) \
-  extern "C" __global__ __launch_bounds__(threads, (occupancy) > 0 ? (occupancy) : 1)
+  extern "C" __global__ __launch_bounds__(threads, (occupancy) > 0 && !INGOT_EMULATE_WAVE64 ? (occupancy) : 1)
 #define INGOT_SHARED __shared__
 #endif
 
