@@ -3,7 +3,8 @@
 # registers; sm_90 objects byte-identical to main's): the racecheck probe of 2026-12-07, the GPU
 # suite's part 3 (the emulated wave64 pack, where the changed kernels run; the inspect runs), racecheck
 # and synccheck on a changed kernel's twin, then (STEP=m) the H200 model table.
-#   STEP=a: probe, part 3, sanitizers (about 300 s);  STEP=m: bench/decode.py --models (LIMIT s).
+#   STEP=a: probe, part 3, sanitizers (about 300 s);  STEP=m: a StarCoder A/B (build-ab/w3.tar.xz), then
+#   bench/decode.py --models until LIMIT s (default 560) have passed.
 # Logs in $OUT; summaries printed.
 set -u
 T0=$SECONDS
@@ -27,8 +28,34 @@ case $STEP in
       echo "$tool wave64 d128 g32 paged rc=$? [$((SECONDS - T0))s] :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $OUT/${tool}_d128g32.log | tail -n 1) $(tail -n 1 $OUT/${tool}_d128g32.log)"
     done ;;
   m)
+    # First an experiment: StarCoder (48/1) at head dim 128 on sm_90 in one 48-row block of 3 row
+    # waves (build-ab/w3.tar.xz: decode_mq with waves 3, group 48) against the shipped 64-row block.
+    mkdir -p build-w3 && tar xJf build-ab/w3.tar.xz -C build-w3
+    timeout 240 tools/ab_builds.sh $OUT/sc build build-w3 2 --models --model StarCoder --rounds 2 --no-read-floor \
+      > $OUT/sc.txt 2>&1
+    echo "starcoder a/b rc=$? [$((SECONDS - T0))s]"; cat $OUT/sc.txt
+    tar czf $OUT/sc.tgz -C $OUT sc sc.txt && rm -rf $OUT/sc
     mkdir -p $OUT/models
-    timeout ${LIMIT:-540} python3 -u bench/decode.py --lib build/lib/libingot.so --pack build/packs/attention_decode \
+    timeout $(( ${LIMIT:-560} - (SECONDS - T0) )) python3 -u bench/decode.py --lib build/lib/libingot.so --pack build/packs/attention_decode \
       --models --rounds 2 --no-read-floor --out $OUT/models > $OUT/models/models.log 2>&1
     echo "models rc=$? [$((SECONDS - T0))s]"; tail -n 40 $OUT/models/models.log ;;
+  r)
+    # The racecheck probe's modes 4 and 5 (the wide merge's pattern, with and without wave 0's
+    # exchanges), and the emulated merge's SASS around the offsets racecheck named (0x12c0-0x15b0).
+    for m in 4 5 1; do
+      compute-sanitizer --tool racecheck --print-limit 4 build-ab/racecheck_probe $m > $OUT/probe_$m.log 2>&1
+      echo "probe mode $m rc=$? :: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' $OUT/probe_$m.log | tail -n 1)"
+    done
+    f=build/packs/attention_decode_w64/code/sm_90_w64/attention_decode_w64_bf16_d128_g32_sq1_paged_w2t16_tcrw.sm_90_w64.cubin
+    cuobjdump -sass -fun attention_decode_w64_bf16_d128_g32_sq1_paged_w2t16_tcrw_merge $f > $OUT/merge.sass 2>&1 ||
+      nvdisasm $f > $OUT/merge.sass 2>&1
+    echo "sass rc=$? lines $(wc -l < $OUT/merge.sass)"
+    grep -nE "BAR|/\*1[2-5][0-9a-f]0\*/" $OUT/merge.sass | grep -E "BAR|STS|LDS" | head -60
+    # On an H200, the model table as well.
+    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+      mkdir -p $OUT/models
+      timeout 300 python3 -u bench/decode.py --lib build/lib/libingot.so --pack build/packs/attention_decode \
+        --models --rounds 2 --no-read-floor --out $OUT/models > $OUT/models/models.log 2>&1
+      echo "models rc=$? [$((SECONDS - T0))s]"; grep -E "^model|StarCoder|Phi|Qwen2-0.5B" $OUT/models/models.log
+    fi ;;
 esac
