@@ -58,4 +58,15 @@ case $STEP in
         --models --rounds 2 --no-read-floor --out $OUT/models > $OUT/models/models.log 2>&1
       echo "models rc=$? [$((SECONDS - T0))s]"; grep -E "^model|StarCoder|Phi|Qwen2-0.5B" $OUT/models/models.log
     fi ;;
+  p)
+    # racecheck on two emulated kernels whose merges (and, for d128 g4, split) it reported, with the
+    # runtime's programmatic dependent launches off (INGOT_CUDA_PDL=0) and on.
+    for k in bf16_d128_g32_sq1_paged bf16_d128_g4_sq1_paged; do
+      for pdl in 0 1; do
+        INGOT_CUDA_PDL=$pdl INGOT_WAVE64_ONLY=$k timeout 150 compute-sanitizer --tool racecheck --print-limit 6 \
+          build/bin/test_gpu_wave64 build/packs/attention_decode_w64 build/packs/attention_decode \
+          build/bin/test_gpu_wave64_selftest.cubin > $OUT/racecheck_${k}_pdl$pdl.log 2>&1
+        echo "racecheck $k PDL=$pdl rc=$? [$((SECONDS - T0))s] :: $(grep -E 'RACECHECK SUMMARY' $OUT/racecheck_${k}_pdl$pdl.log | tail -n 1) $(grep -c 'Race reported' $OUT/racecheck_${k}_pdl$pdl.log) reports; $(grep -oE '_(split|merge|balanced_split|balanced_merge)\+' $OUT/racecheck_${k}_pdl$pdl.log | sort | uniq -c | tr '\n' ' ')"
+      done
+    done ;;
 esac
