@@ -4,7 +4,8 @@
 # suite's part 3 (the emulated wave64 pack, where the changed kernels run; the inspect runs), racecheck
 # and synccheck on a changed kernel's twin, then (STEP=m) the H200 model table.
 #   STEP=a: probe, part 3, sanitizers (about 300 s);  STEP=m: a StarCoder A/B (build-ab/w3.tar.xz), then
-#   bench/decode.py --models until LIMIT s (default 560) have passed.
+#   bench/decode.py --models until LIMIT s (default 560) have passed. STEP=r, p: racecheck probes (below);
+#   STEP=h: the model table, 3 rounds, on an H200 only.
 # Logs in $OUT; summaries printed.
 set -u
 T0=$SECONDS
@@ -69,4 +70,14 @@ case $STEP in
         echo "racecheck $k PDL=$pdl rc=$? [$((SECONDS - T0))s] :: $(grep -E 'RACECHECK SUMMARY' $OUT/racecheck_${k}_pdl$pdl.log | tail -n 1) $(grep -c 'Race reported' $OUT/racecheck_${k}_pdl$pdl.log) reports; $(grep -oE '_(split|merge|balanced_split|balanced_merge)\+' $OUT/racecheck_${k}_pdl$pdl.log | sort | uniq -c | tr '\n' ' ')"
       done
     done ;;
+  h)
+    # The model table, on an H200 only (an H100's is in h100/models/).
+    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+      mkdir -p $OUT/models
+      timeout 400 python3 -u bench/decode.py --lib build/lib/libingot.so --pack build/packs/attention_decode \
+        --models --rounds 3 --no-read-floor --out $OUT/models > $OUT/models/models.log 2>&1
+      echo "models rc=$? [$((SECONDS - T0))s]"; tail -n 75 $OUT/models/models.log
+    else
+      echo "not an H200: no model table"
+    fi ;;
 esac
