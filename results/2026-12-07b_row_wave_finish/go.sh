@@ -5,7 +5,7 @@
 # and synccheck on a changed kernel's twin, then (STEP=m) the H200 model table.
 #   STEP=a: probe, part 3, sanitizers (about 300 s);  STEP=m: a StarCoder A/B (build-ab/w3.tar.xz), then
 #   bench/decode.py --models until LIMIT s (default 560) have passed. STEP=r, p: racecheck probes (below);
-#   STEP=h: the model table, 3 rounds, on an H200 only.
+#   STEP=h: the model table, 3 rounds, on an H200 only. STEP=g: decision 0047's part 3 and a Phi A/B.
 # Logs in $OUT; summaries printed.
 set -u
 T0=$SECONDS
@@ -80,4 +80,15 @@ case $STEP in
     else
       echo "not an H200: no model table"
     fi ;;
+  g)
+    # Decision 0047: the GPU suite's part 3 on the emulated pack with the AMD group-1 kernels of head
+    # dims 80-192; then an experiment: Phi-2 and Phi-3-mini (32/32) on sm_90 group-1 tensor-core
+    # kernels (build-ab/phi.tar.xz, tools/candidate_pack.sh) against the shipped 8-row ones.
+    INGOT_NO_PYTHON=1 INGOT_GPU_PART=3 INGOT_LOGS_TAR=$OUT/gpu_g3.tgz tools/device_gpu_tests.sh /tmp/g3 > /tmp/g3.txt 2>&1
+    echo "part 3 rc=$? [$((SECONDS - T0))s]"; cut -c1-400 /tmp/g3/summary.txt
+    tar xJf build-ab/phi.tar.xz
+    timeout 200 tools/ab_builds.sh $OUT/phi build build-phi 2 --models --model Phi --rounds 2 --no-read-floor \
+      > $OUT/phi.txt 2>&1
+    echo "phi a/b rc=$? [$((SECONDS - T0))s]"; cat $OUT/phi.txt
+    tar czf $OUT/phi.tgz -C $OUT phi phi.txt && rm -rf $OUT/phi ;;
 esac

@@ -171,7 +171,8 @@ static void check_kernel_inputs(ingot_context *ctx) {
  * head dims 80..192 have one kernel for every group, of 8 rows on sm_90 (tensor cores) and 4
  * on the AMD archs. */
 static int tile_group(int d, int group, int sq, int sm90) {
-  if (d == 80 || d == 96 || d == 112 || d == 160 || d == 192) return sm90 ? 8 : 4;
+  /* AMD: group 1 in one row (decision 0047), other groups in rows of 4 */
+  if (d == 80 || d == 96 || d == 112 || d == 160 || d == 192) return sm90 ? 8 : group == 1 && sq == 1 ? 1 : 4;
   /* past group 16 on sm_90 the row blocks of 16 share a rank with the row waves, and the
    * model takes them at this test's B=8, 8K (decision 0033) */
   if (group > 8 && sq == 1 && (d == 64 || d == 128)) return group <= 16 || sm90 ? 16 : 32;
