@@ -5,7 +5,8 @@
 # and synccheck on a changed kernel's twin, then (STEP=m) the H200 model table.
 #   STEP=a: probe, part 3, sanitizers (about 300 s);  STEP=m: a StarCoder A/B (build-ab/w3.tar.xz), then
 #   bench/decode.py --models until LIMIT s (default 560) have passed. STEP=r, p: racecheck probes (below);
-#   STEP=h: the model table, 3 rounds, on an H200 only. STEP=g: decision 0047's part 3 and a Phi A/B.
+#   STEP=h: the model table, 3 rounds, on an H200 only. STEP=g: decision 0047's part 3 and a Phi A/B;
+#   STEP=g1: the same with test_gpu_wave64 on the group-1 kernels only.
 # Logs in $OUT; summaries printed.
 set -u
 T0=$SECONDS
@@ -88,6 +89,18 @@ case $STEP in
     echo "part 3 rc=$? [$((SECONDS - T0))s]"; cut -c1-400 /tmp/g3/summary.txt
     tar xJf build-ab/phi.tar.xz
     timeout 200 tools/ab_builds.sh $OUT/phi build build-phi 2 --models --model Phi --rounds 2 --no-read-floor \
+      > $OUT/phi.txt 2>&1
+    echo "phi a/b rc=$? [$((SECONDS - T0))s]"; cat $OUT/phi.txt
+    tar czf $OUT/phi.tgz -C $OUT phi phi.txt && rm -rf $OUT/phi ;;
+  g1)
+    # The short form of g: test_gpu_wave64 on the group-1 kernels only (the new ones of head dims
+    # 80-192 and those of 64, 128 and 256; the rest of the emulated pack is the bytes STEP=a ran),
+    # then the Phi A/B.
+    INGOT_WAVE64_ONLY=_g1_sq1_ timeout 200 build/bin/test_gpu_wave64 build/packs/attention_decode_w64 \
+      build/packs/attention_decode build/bin/test_gpu_wave64_selftest.cubin > $OUT/gpu_wave64_g1.log 2>&1
+    echo "test_gpu_wave64 (_g1_sq1_) rc=$? [$((SECONDS - T0))s] :: $(tail -n 2 $OUT/gpu_wave64_g1.log | tr '\n' ' ' | cut -c1-400)"
+    tar xJf build-ab/phi.tar.xz
+    timeout 150 tools/ab_builds.sh $OUT/phi build build-phi 2 --models --model Phi --rounds 2 --no-read-floor \
       > $OUT/phi.txt 2>&1
     echo "phi a/b rc=$? [$((SECONDS - T0))s]"; cat $OUT/phi.txt
     tar czf $OUT/phi.tgz -C $OUT phi phi.txt && rm -rf $OUT/phi ;;
