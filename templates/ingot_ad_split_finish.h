@@ -13,7 +13,9 @@
 namespace ingot {
 
 // The results of the waves that took different tokens (kTokenWaves), row by
-// row of the workgroup's rows; a wave's scores (SIMT path).
+// row of the workgroup's rows; a wave's scores (SIMT path). The matrix-core path
+// under row_waves has nothing to merge and writes its rows from registers instead
+// (decode_split_mfma; decision 0045).
 template <class T>
 struct SplitShared {
   float scores[T::kWaves][T::kUseMma || T::kUseMfma ? 1 : T::kChunk * T::kWaveRows];
