@@ -75,8 +75,8 @@ case $STEP in
     # The model table, on an H200 only (an H100's is in h100/models/).
     if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
       mkdir -p $OUT/models
-      timeout 400 python3 -u bench/decode.py --lib build/lib/libingot.so --pack build/packs/attention_decode \
-        --models --rounds 3 --no-read-floor --out $OUT/models > $OUT/models/models.log 2>&1
+      timeout ${LIMIT:-400} python3 -u bench/decode.py --lib build/lib/libingot.so --pack build/packs/attention_decode \
+        --models --rounds ${ROUNDS:-3} --no-read-floor --out $OUT/models > $OUT/models/models.log 2>&1
       echo "models rc=$? [$((SECONDS - T0))s]"; tail -n 75 $OUT/models/models.log
     else
       echo "not an H200: no model table"
