@@ -44,6 +44,27 @@ INGOT_DEVICE int token_wave(int wave) {
   return T::kRowWaves ? 0 : wave;
 }
 
+// Writes N consecutive columns (N a multiple of 4) of row `row` (at pos) from column d, and from
+// d == 0 the row's LSE (log2): to O where the segment is the whole sequence (tgt.direct), else as
+// the segment's fp32 partial (every O row of the workspace is 16-byte aligned: workspace_block).
+template <class T, int N>
+INGOT_DEVICE void store_split_cols(const SplitTarget &tgt, int b, int hkv, int row, RowPos pos, int d,
+                                   const float (&out)[N], float lse2, INGOT_AD_PARAMS) {
+  static_assert(N % 4 == 0, "a partial's columns are stored 4 at a time");
+  if (tgt.direct) {
+    store_cols<T, N>(o, lse, b, hkv, pos, d, out, lse2, sq, num_kv_heads, group, o_stride_b, o_stride_h,
+                     o_stride_s, flags);
+  } else {
+    const long long rs = (long long)row * tgt.stride + tgt.slot;
+    if (d == 0) tgt.lse[rs] = lse2;
+#pragma unroll
+    for (int j = 0; j < N; j += 4)
+      *reinterpret_cast<u32x4 *>(tgt.o + rs * T::kHeadDim + d + j) =
+          u32x4{float_to_bits(out[j]), float_to_bits(out[j + 1]), float_to_bits(out[j + 2]),
+                float_to_bits(out[j + 3])};
+  }
+}
+
 // The end of a split workgroup: its waves' (max, sum, acc) sit in LDS; merge
 // them and write O and LSE (one segment) or the segment's fp32 partial. A row's
 // scalars first, once per row (its waves' weights, its LSE: the exponentials,
@@ -92,17 +113,7 @@ INGOT_DEVICE void finish_split(SplitShared<T> &sh, int tid, int b, int hkv, int 
       out[2] += a * bits_to_float(x.z);
       out[3] += a * bits_to_float(x.w);
     }
-    const float lse2 = sh.wave_sum[0][r];
-    if (tgt.direct) {
-      store_cols<T, 4>(o, lse, b, hkv, pos, d, out, lse2, sq, num_kv_heads, group, o_stride_b, o_stride_h,
-                       o_stride_s, flags);
-    } else {
-      // Every O row of the workspace is 16-byte aligned (workspace_block).
-      const long long rs = (long long)row * tgt.stride + tgt.slot;
-      if (d == 0) tgt.lse[rs] = lse2;
-      *reinterpret_cast<u32x4 *>(tgt.o + rs * D + d) =
-          u32x4{float_to_bits(out[0]), float_to_bits(out[1]), float_to_bits(out[2]), float_to_bits(out[3])};
-    }
+    store_split_cols<T, 4>(tgt, b, hkv, row, pos, d, out, sh.wave_sum[0][r], INGOT_AD_ARGS);
   }
 }
 

@@ -325,19 +325,7 @@ INGOT_DEVICE void decode_split_mfma(INGOT_AD_PARAMS, const Piece *pc = nullptr) 
       float out[KS];
 #pragma unroll
       for (int t = 0; t < KS; ++t) out[t] = acc[t][r] * wgt;
-      const int d = KS * c16;
-      if (tgt.direct) {
-        store_cols<T, KS>(o, lse, b, hkv, row_pos(row, group), d, out, l2, sq, num_kv_heads, group, o_stride_b,
-                          o_stride_h, o_stride_s, flags);
-      } else {
-        // Every O row of the workspace is 16-byte aligned (workspace_block), and d is a multiple of 4.
-        const long long rs = (long long)row * tgt.stride + tgt.slot;
-        if (d == 0) tgt.lse[rs] = l2;
-#pragma unroll
-        for (int j = 0; j < KS; j += 4)
-          *reinterpret_cast<u32x4 *>(tgt.o + rs * D + d + j) = u32x4{
-              float_to_bits(out[j]), float_to_bits(out[j + 1]), float_to_bits(out[j + 2]), float_to_bits(out[j + 3])};
-      }
+      store_split_cols<T, KS>(tgt, b, hkv, row, row_pos(row, group), KS * c16, out, l2, INGOT_AD_ARGS);
     }
   } else {
     // The wave's (max, sum, acc) to LDS; finish_split merges the waves'.

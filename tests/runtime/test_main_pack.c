@@ -166,12 +166,11 @@ static void check_kernel_inputs(ingot_context *ctx) {
  * kernels, 5..8 on the group-8 ones; at head dims 64 and 128 and one query token 9..16 on the
  * group-16 kernels (decode_g16, decode_g16_amd: 16 rows a wave) and 17 up on the row-wave
  * kernels (sm_90: decode_mq, 64 rows in 4 waves of 16 at head dim 128, decode_mq_d64, 80 rows
- * in 5 at 64; AMD: decode_mq_amd, decode_mq_amd_d64, 32 rows in 2 waves of 16), else the
+ * in 5 at 64; AMD: decode_mq_amd, decode_mq_amd_d64 and _d64_fp16, 32 rows in 2 waves of 16), else the
  * group-8 ones;
- * head dims 80..192 have one kernel for every group, of 8 rows on sm_90 (tensor cores) and 4
- * on the AMD archs. */
+ * head dims 80..192 have one kernel for every group, of 8 rows on sm_90 (tensor cores), and on
+ * the AMD archs one of 1 row for group 1 (decision 0047) and one of 4 rows for the others. */
 static int tile_group(int d, int group, int sq, int sm90) {
-  /* AMD: group 1 in one row (decision 0047), other groups in rows of 4 */
   if (d == 80 || d == 96 || d == 112 || d == 160 || d == 192) return sm90 ? 8 : group == 1 && sq == 1 ? 1 : 4;
   /* past group 16 on sm_90 the row blocks of 16 share a rank with the row waves, and the
    * model takes them at this test's B=8, 8K (decision 0033) */
