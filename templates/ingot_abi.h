@@ -80,6 +80,9 @@
 #define INGOT_AD_FLAG_FILL_MASK 0x1ff
 /* flags bit 12: causal aligned top-left (query i sees keys <= i) */
 #define INGOT_AD_FLAG_TOP_LEFT 4096
+/* flags bit 13: a balanced plan whose units are a multiple of B (an even batch runs as units / B
+ * segments a sequence) */
+#define INGOT_AD_FLAG_EVEN 8192
 /* flags bits 16..30: a balanced plan's batch B */
 #define INGOT_AD_FLAG_BATCH_SHIFT 16
 /* launch entry: the UDD's entry_points[0], split */

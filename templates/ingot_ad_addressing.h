@@ -23,12 +23,12 @@ struct Lengths {
   int begin, end;  // this segment's token range
 };
 
-// Token range of segment `split` out of `num_splits`, from the device length.
-// Segments are whole tiles so that only the last one of a sequence is partial.
+// Token range of segment `split` out of `num_splits` of a sequence of raw
+// device length len. Segments are whole tiles so that only the last one of a
+// sequence is partial. (The balanced split's even batches cut theirs here too.)
 template <class T>
-INGOT_DEVICE Lengths segment(const int *seq_lens, int b, int capacity, int split, int num_splits) {
+INGOT_DEVICE Lengths segment_of(int len, int capacity, int split, int num_splits) {
   Lengths s;
-  int len = load_dep(seq_lens + b);
   len = len < 0 ? 0 : (len > capacity ? capacity : len);
   s.valid = len;
   const int tiles = (len + T::kTile - 1) / T::kTile;
@@ -38,6 +38,12 @@ INGOT_DEVICE Lengths segment(const int *seq_lens, int b, int capacity, int split
   s.begin = (int)(b0 < len ? b0 : len);
   s.end = (int)(e0 < len ? e0 : len);
   return s;
+}
+
+// The same from the device length of sequence b (the uniform plan's split).
+template <class T>
+INGOT_DEVICE Lengths segment(const int *seq_lens, int b, int capacity, int split, int num_splits) {
+  return segment_of<T>(load_dep(seq_lens + b), capacity, split, num_splits);
 }
 
 // A row's query head within its group (g) and query token (i): row = i x group + g.

@@ -31,6 +31,13 @@ namespace ingot {
 // one piece (cut, or empty), numbered by a third scan. Every decision comes from
 // the lengths alone: the same lengths give the same pieces, slots and
 // accumulation order, run after run.
+// An even batch of an even plan (INGOT_AD_FLAG_EVEN, units = K x B; no sequence
+// past 17/16 of the mean, ingot_ad_bal_even) takes none of that past the first
+// scan: workgroup s runs segment s % K of sequence s / K, as the uniform plan
+// cuts it (segment_of), and workgroup 0 lists every sequence with its K slots
+// (none when K is 1), so the merge is the same either way. The first scan also
+// finds the longest sequence; the thread holding sequence s / K records the
+// segment.
 // In a ring kernel (T::kStages) its size is a multiple of 128 bytes: the ring,
 // dynamic LDS placed after it, must start on a 128-byte line. A ring off the
 // lines (here 112 bytes in) made each cp.async of a wave's two 256-byte rows ask
@@ -42,6 +49,7 @@ struct alignas(T::kStages > 0 ? 128 : alignof(unsigned long long)) BalanceShared
   long long wave_tiles[T::kWaves];
   unsigned long long wave_pieces[T::kWaves];
   int wave_listed[T::kWaves];  // workgroup 0: the merge's list entries per wave
+  int wave_most[T::kWaves];    // the waves' longest sequence (tiles)
   Piece piece;  // this workgroup's, when found
   int found;
 };
@@ -59,6 +67,16 @@ INGOT_DEVICE long long wave_scan64(long long v, int lane) {
   for (int off = 1; off < kWaveSize; off <<= 1) {
     const long long up = shfl_idx64(v, lane >= off ? lane - off : lane);
     if (lane >= off) v += up;
+  }
+  return v;
+}
+
+// The largest v over the wave's lanes.
+INGOT_DEVICE int wave_max32(int v, int lane) {
+#pragma unroll
+  for (int off = 1; off < kWaveSize; off <<= 1) {
+    const int o = shfl_idx(v, lane ^ off);
+    v = o > v ? o : v;
   }
   return v;
 }
@@ -81,28 +99,14 @@ INGOT_DEVICE SeqPieces seq_pieces(int raw_len, int capacity, long long total, lo
   return p;
 }
 
+// The scan's second and third passes (a batch that is not even): the batch's
+// pieces and their slots, this workgroup's piece (bal.piece and bal.found,
+// read after the caller's barrier; false: a slot past the batch's pieces)
+// and, from workgroup 0 (writer), the merge's list.
 template <class T>
-INGOT_DEVICE void decode_split_balanced(INGOT_AD_PARAMS) {
-  INGOT_SHARED BalanceShared<T> bal;
-  const int tid = thread_id(), wave = tid / kWaveSize, lane = tid % kWaveSize;
-  const int B = balanced_batch(flags), units = num_splits;
-  const int s = split_block<T>(group, sq, num_kv_heads).split;  // this workgroup's slot
-  grid_dependency_wait();  // the lengths may come from the grid before
-  if (tid == 0) bal.found = 0;
-
-  // Thread t holds sequences [t * per, (t + 1) * per). First the batch's tiles.
-  // Its first length is loaded once for the three passes (the whole chunk up to B = threads).
-  const int per = (B + T::kThreads - 1) / T::kThreads;
-  const int j0 = tid * per, j1 = j0 + per < B ? j0 + per : B;
-  const int len0 = j0 < j1 ? load_dep(seq_lens + j0) : 0;
-  long long mine = 0;
-  for (int j = j0; j < j1; ++j) mine += ingot_ad_bal_tiles(j == j0 ? len0 : load_dep(seq_lens + j), capacity, T::kTile);
-  const long long tiles_incl = wave_scan64(mine, lane);
-  if (lane == kWaveSize - 1) bal.wave_tiles[wave] = tiles_incl;
-  sync_block();
-  long long total = 0;
-#pragma unroll
-  for (int i = 0; i < T::kWaves; ++i) total += bal.wave_tiles[i];
+INGOT_DEVICE bool balanced_pieces(BalanceShared<T> &bal, INGOT_AD_PARAMS, int B, int s, long long total, int j0,
+                                  int j1, int len0, long long *list, bool writer, int tid, int wave, int lane) {
+  const int units = num_splits;
   const long long active = ingot_ad_bal_active(total, units, ingot_ad_bal_fill(flags));
 
   // Then the pieces, counted per size class (packed fields; no carries). The
@@ -128,15 +132,12 @@ INGOT_DEVICE void decode_split_balanced(INGOT_AD_PARAMS) {
   }
   // A workgroup past the batch's pieces has nothing to run (uniform across it);
   // workgroup 0 writes the merge's list whatever the batch.
-  const bool writer = block_x() == 0;
   long long pieces = 0;
 #pragma unroll
   for (int c = 0; c < INGOT_AD_BAL_CLASSES; ++c) pieces += ingot_ad_bal_field(all, c);
-  if (!writer && s >= pieces) return;
+  if (!writer && s >= pieces) return false;
   // Workgroup 0 numbers the merge's list entries (a scan of its own: the
   // others skip it, uniformly) and writes their count.
-  long long *list =
-      reinterpret_cast<long long *>(workspace + balanced_list_offset<T>(num_kv_heads, units, group * sq, flags));
   int entry = 0;  // the next list entry of this thread's sequences
   if (writer) {
     const int listed_incl = (int)wave_scan64(listed, lane);
@@ -169,6 +170,69 @@ INGOT_DEVICE void decode_split_balanced(INGOT_AD_PARAMS) {
       bal.found = 1;
     }
   }
+  return true;
+}
+
+template <class T>
+INGOT_DEVICE void decode_split_balanced(INGOT_AD_PARAMS) {
+  INGOT_SHARED BalanceShared<T> bal;
+  const int tid = thread_id(), wave = tid / kWaveSize, lane = tid % kWaveSize;
+  const int B = balanced_batch(flags), units = num_splits;
+  const int s = split_block<T>(group, sq, num_kv_heads).split;  // this workgroup's slot
+  grid_dependency_wait();  // the lengths may come from the grid before
+  if (tid == 0) bal.found = 0;
+
+  // Thread t holds sequences [t * per, (t + 1) * per). First the batch's tiles
+  // and its longest sequence. Its first length is loaded once for the three
+  // passes (the whole chunk up to B = threads).
+  const int per = (B + T::kThreads - 1) / T::kThreads;
+  const int j0 = tid * per, j1 = j0 + per < B ? j0 + per : B;
+  const int len0 = j0 < j1 ? load_dep(seq_lens + j0) : 0;
+  long long mine = 0;
+  int most = 0;
+  for (int j = j0; j < j1; ++j) {
+    const int len = j == j0 ? len0 : load_dep(seq_lens + j);
+    const int n = (int)ingot_ad_bal_tiles(len, capacity, T::kTile);
+    mine += n;
+    most = n > most ? n : most;
+  }
+  const long long tiles_incl = wave_scan64(mine, lane);
+  most = wave_max32(most, lane);
+  if (lane == kWaveSize - 1) bal.wave_tiles[wave] = tiles_incl;
+  if (lane == 0) bal.wave_most[wave] = most;
+  const bool writer = block_x() == 0;
+  sync_block();
+  // The merge's list, its address formed in each branch (formed once before them, it
+  // cost gfx942's paged splits an SGPR pair parked in a VGPR lane).
+  auto merge_list = [&] {
+    return reinterpret_cast<long long *>(workspace + balanced_list_offset<T>(num_kv_heads, units, group * sq, flags));
+  };
+  long long total = 0;
+  most = 0;
+#pragma unroll
+  for (int i = 0; i < T::kWaves; ++i) {
+    total += bal.wave_tiles[i];
+    most = bal.wave_most[i] > most ? bal.wave_most[i] : most;
+  }
+  if ((flags & INGOT_AD_FLAG_EVEN) && ingot_ad_bal_even(most, total, B)) {  // uniform across the grid
+    // K segments a sequence (the plan's units are K x B); slot s holds sequence s / K's segment s % K.
+    const int K = units >= B ? units / B : 1, even_b = s / K;
+    long long *list = merge_list();
+    if (writer)  // the merge's list: its count, then every sequence with its K segments (none where K is 1)
+      for (int j = tid; j <= B; j += T::kThreads)
+        list[j] = j == 0 ? (K > 1 ? B : 0) : ingot_ad_bal_entry(j - 1, (long long)(j - 1) * K, K);
+    if (even_b >= B) return;  // a slot past the batch's segments (not workgroup 0's)
+    if (even_b >= j0 && even_b < j1) {  // the thread that holds the sequence
+      bal.piece.b = even_b;
+      bal.piece.seg = segment_of<T>(even_b == j0 ? len0 : load_dep(seq_lens + even_b), capacity, s - even_b * K, K);
+      bal.piece.slot = K == 1 ? -1 : s;
+      bal.found = 1;
+    }
+  } else if (!balanced_pieces<T>(bal, INGOT_AD_ARGS, B, s, total, j0, j1, len0, merge_list(), writer, tid, wave,
+                                  lane)) {
+    return;
+  }
+  // Both ways the piece comes from LDS (the same code past here, and the same registers).
   sync_block();
   if (!bal.found) return;  // no piece has this slot (uniform across the workgroup)
   const Piece pc = bal.piece;

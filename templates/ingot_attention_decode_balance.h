@@ -203,6 +203,19 @@ INGOT_AD_BAL_FN void ingot_ad_bal_tokens(long long lo, long long hi, int len, in
   *end = (int)(e < len ? e : len);
 }
 
+/* An even batch (a plan with INGOT_AD_FLAG_EVEN: units = K x B). Where no
+ * sequence is longer than 17/16 of the batch's mean (in tiles), cutting each
+ * into K = units / B segments, as the uniform plan does, leaves its longest
+ * segment within 1/16 of a balanced share, and the split skips the scan: a
+ * sequence's pieces, their slots and the merge's list follow from (b, K)
+ * alone. The balanced split then runs sequence b's segment j in slot b x K + j
+ * (units + B slots: room for all) and lists sequence b with first slot b x K
+ * and K pieces where K > 1. max_tiles < 2^28 and B <= 1024:
+ * the products stay below 2^41. An empty batch is even (every segment empty). */
+INGOT_AD_BAL_FN int ingot_ad_bal_even(long long max_tiles, long long total, long long batch) {
+  return 16 * max_tiles * batch <= 17 * total;
+}
+
 /* Slots per (KV head, row): one per unit and one per sequence. */
 INGOT_AD_BAL_FN long long ingot_ad_bal_slots(int units, int batch) { return (long long)units + batch; }
 

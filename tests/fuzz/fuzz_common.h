@@ -330,7 +330,8 @@ static inline void fz_check_balanced(const ingot_ad_kernel_meta *m, const ingot_
   const int fill = ingot_ad_bal_fill(P->flags);
   FZ_REQUIRE(fill >= 1 && fill <= p->num_splits, "fill %d of %d units", fill, p->num_splits);
   FZ_REQUIRE(P->flags == (base | INGOT_AD_FLAG_BALANCED | (int)(B << INGOT_AD_FLAG_BATCH_SHIFT) |
-                          (fill << INGOT_AD_FLAG_FILL_SHIFT)),
+                          (fill << INGOT_AD_FLAG_FILL_SHIFT) |
+                          (p->num_splits % B == 0 ? INGOT_AD_FLAG_EVEN : 0)),
              "flags %d", P->flags);
   FZ_REQUIRE(p->num_splits >= 1 && p->num_splits <= INGOT_AD_BALANCED_MAX_UNITS &&
                  (m->max_splits >= INGOT_AD_MAX_SPLITS || p->num_splits <= m->max_splits),

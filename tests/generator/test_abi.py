@@ -87,7 +87,7 @@ class AbiHeaderTest(unittest.TestCase):
         v = {c.name: c.value for c in ad.ABI}
         fill = v["INGOT_AD_FLAG_FILL_MASK"] << v["INGOT_AD_FLAG_FILL_SHIFT"]
         bits = [v["INGOT_AD_FLAG_CAUSAL"], v["INGOT_AD_FLAG_WRITE_LSE"], v["INGOT_AD_FLAG_BALANCED"], fill,
-                v["INGOT_AD_FLAG_TOP_LEFT"], 0x7fff << v["INGOT_AD_FLAG_BATCH_SHIFT"]]
+                v["INGOT_AD_FLAG_TOP_LEFT"], v["INGOT_AD_FLAG_EVEN"], 0x7fff << v["INGOT_AD_FLAG_BATCH_SHIFT"]]
         for i, a in enumerate(bits):
             for b in bits[i + 1:]:
                 self.assertEqual(a & b, 0, (hex(a), hex(b)))

@@ -3,7 +3,8 @@
  * workspace has the balanced layout's size); each batch is checked against
  * the CPU reference with poisoned K/V tails and page-table entries:
  *  - lengths 0, 1, odd, the capacity, past it (clamped), negative; one huge
- *    sequence among many tiny ones; a log-uniform spread; an empty batch;
+ *    sequence among many tiny ones; a log-uniform spread; an empty batch; an
+ *    even batch (within 1/16 of its mean: the even plan's segments, no scan);
  *  - contiguous and paged (and paged equal to contiguous bit for bit when the
  *    kernels tile alike), masks none and causal, Sq 1 and > 1, LSE;
  *  - the compact merge (few units) and the wide one (many); units past the
@@ -46,8 +47,9 @@ static int is_balanced(const dh_session *s, const dh_case *c) {
   return k != NULL && c->ws_size == balanced_ws(c, k, ingot_plan_num_splits(c->plan));
 }
 
-enum { kMixed, kOneHuge, kLogSpread, kEmpty, kKinds };
-static const char *const kKindName[kKinds] = {"mixed edge lengths", "one huge among tiny", "log-uniform", "empty"};
+enum { kMixed, kOneHuge, kLogSpread, kEmpty, kEven, kKinds };
+static const char *const kKindName[kKinds] = {"mixed edge lengths", "one huge among tiny", "log-uniform", "empty",
+                                              "even (within 5% of each other, near 2048 or the capacity, one past it)"};
 
 static void fill(int32_t *lens, int B, int cap, int kind) {
   const int huge = dh_rand_range(0, B - 1);
@@ -65,6 +67,11 @@ static void fill(int32_t *lens, int B, int cap, int kind) {
         int v = 1 << dh_rand_range(0, 12);
         v += dh_rand_range(0, v);
         lens[b] = v > cap ? cap : v;
+        break;
+      }
+      case kEven: { /* near 2048 at most: every sequence is long, so the CPU reference's cost is B x this */
+        const int base = cap < 2048 ? cap : 2048;
+        lens[b] = b == huge && base == cap ? cap + dh_rand_range(1, 9) : base - dh_rand_range(0, base / 20);
         break;
       }
       default: lens[b] = 0; break;
@@ -186,6 +193,8 @@ static int every_kernel(dh_session *s, uint64_t seed) {
     } else {
       g_balanced_plans++;
       ran++;
+      printf("  every kernel: %s ...\n", k->name);
+      fflush(stdout); /* a kernel that never returns is named in the log */
       int32_t *lens = malloc((size_t)c.s.batch * 4);
       for (int kind = 0; kind < kKinds && lens != NULL; ++kind) {
         fill(lens, c.s.batch, c.s.capacity, kind);

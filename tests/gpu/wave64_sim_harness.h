@@ -274,7 +274,8 @@ int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *
   const long long ks[3] = {g.k.strides[0], g.k.strides[1], g.k.strides[2]};
   const long long pts = page ? pps : 0;
   const int flags = (causal ? 1 : 0) | 2 |
-                    (balanced ? INGOT_AD_FLAG_BALANCED | B << INGOT_AD_FLAG_BATCH_SHIFT | fill << INGOT_AD_FLAG_FILL_SHIFT
+                    (balanced ? INGOT_AD_FLAG_BALANCED | B << INGOT_AD_FLAG_BATCH_SHIFT | fill << INGOT_AD_FLAG_FILL_SHIFT |
+                                    (splits % B == 0 ? INGOT_AD_FLAG_EVEN : 0)  // as the plan sets it
                               : 0);
   const float scale = g.scale;
   auto split = [&] {
@@ -362,6 +363,14 @@ int run_kernel(const char *name, Stats &st) {
     failures += run_case<T>(pool, name, causal, large, r, 5, st, 5);
     failures += run_case<T>(pool, name, causal, large, r, 20, st, 4);
     if (!causal) failures += run_case<T>(pool, name, causal, large, r, 300, st, 300);
+    // An even batch (no sequence past 17/16 of the mean; units a multiple of B = 3):
+    // K = units / 3 segments a sequence, no scan past the first pass. K = 1 writes O
+    // from the split, 2 takes the compact merge, 18 the wide one; and an empty batch.
+    const int32_t ev[3] = {large, large - 1 - (int)(rnd() % (uint64_t)T::kTile), large - T::kTile};
+    const int32_t none[3] = {0, -5, 0};
+    failures += run_case<T>(pool, name, causal, large, ev, 3, st, 3);
+    failures += run_case<T>(pool, name, causal, large, ev, 6, st, 6);
+    failures += run_case<T>(pool, name, causal, large, causal ? none : ev, 54, st, 54);
     if constexpr (T::kPaged) {
       // Pages shorter than a chunk (1, 2, 4 or 8 tokens): a page-table entry per token a
       // lane loads, not one per chunk.

@@ -392,8 +392,9 @@ int main(int argc, char **argv) {
     CHECK_STATUS(ingot_context_open_pack(ctx, argv[1]), INGOT_OK);
     if (a == 0) kernels = ingot_context_kernel_count(ctx);
     /* INGOT_BALANCE unset (runtime/src/plan.c): a batch is balanced where its uniform plan
-     * (INGOT_BALANCE=0) has one segment per sequence, else it keeps the uniform segments;
-     * INGOT_BALANCE=1 (the rest of this test) balances every batch it can. */
+     * (INGOT_BALANCE=0) has one segment per sequence, and then even (B units: a multiple of B),
+     * else it keeps the uniform segments; INGOT_BALANCE=1 (the rest of this test) balances every
+     * batch it can. */
     {
       ingot_attention_graph g = shaped_graph(INGOT_DTYPE_BF16, 32, 8, 128, 1, 16, 8192, 0, 16, 0, 0);
       ingot_plan *plan = NULL;
@@ -409,8 +410,10 @@ int main(int argc, char **argv) {
         plan = NULL;
         CHECK_STATUS(ingot_plan_create(ctx, &gb, &plan), INGOT_OK);
         if (plan) {
-          const int balanced = (ingot_ad_params_in(&plan->dispatch)->flags & INGOT_AD_FLAG_BALANCED) != 0;
+          const int flags = ingot_ad_params_in(&plan->dispatch)->flags;
+          const int balanced = (flags & INGOT_AD_FLAG_BALANCED) != 0;
           CHECK(balanced == (uniform_splits == 1));
+          if (balanced) CHECK((flags & INGOT_AD_FLAG_EVEN) && ingot_plan_num_splits(plan) == (bs ? 2 : 16));
           default_balanced += balanced;
           default_uniform += !balanced;
         }

@@ -8,12 +8,15 @@
  *    modelled time; B = 1, B past the maximum and
  *    caps.balance = 0 give the uniform plan, unchanged; INGOT_BALANCE_AUTO (the
  *    default) gives the one-round balanced plan where the uniform plan has one
- *    segment per sequence, else the uniform plan. Grids (the merge's depth Z
+ *    segment per sequence, else the uniform plan. A balanced plan is even
+ *    (INGOT_AD_FLAG_EVEN) where its units are a multiple of B. Grids (the merge's depth Z
  *    too), flags and the workspace bound follow the layout.
  *  - The schedule (test_ragged_schedule.h replays what the kernels compute) on
  *    fresh random length vectors: zeros, ones, odd lengths, the capacity and
  *    past it, negative ones, one huge among many tiny, log-uniform spreads,
  *    sums near 2^31 and far past it (capacity 2^31 - 1 - 1024), B = 4096.
+ *  - Even batches (an even plan's segments, no scan): the rule and the
+ *    segments' cover and bound (check_even).
  *  - Negative controls: a slot rule without the classes ahead collides; a
  *    workspace one word short fails the replay.
  * usage: test_ragged_balance */
@@ -83,7 +86,7 @@ static void check_plans(void) {
       {INGOT_DTYPE_BF16, 128, 4, 1, 4, 2, 16, 7, 0, 0, 0},   /* max_splits 7 caps the units */
       {INGOT_DTYPE_BF16, 64, 64, 1, 64, 8, 32, 256, 1, 1, 1}, /* row_waves: 64 rows, a tile of 32 */
   };
-  int balanced = 0, uniform = 0, capped = 0, merge_shallow = 0, auto_balanced = 0, auto_uniform = 0;
+  int balanced = 0, uniform = 0, capped = 0, merge_shallow = 0, auto_balanced = 0, auto_uniform = 0, auto_even = 0;
   for (int it = 0; it < 300; ++it) {
     const ingot_ad_kernel_meta *m = &kernels[rnd_range(0, 5)];
     const int pick = (int)rnd_range(0, 9);
@@ -101,14 +104,19 @@ static void check_plans(void) {
     if (err[0]) fprintf(stderr, "B %d Hkv %d capacity %lld: %s\n", B, Hkv, (long long)capacity, err);
     CHECK(!(ingot_ad_params_in(&u)->flags & INGOT_AD_FLAG_BALANCED));
     /* INGOT_BALANCE_AUTO (the default): the one-round balanced plan (INGOT_BALANCE=1) where the
-     * uniform plan has one segment per sequence, else the uniform plan, bit for bit */
+     * uniform plan has one segment per sequence, else the uniform plan, bit for bit; a balanced
+     * plan is even (INGOT_AD_FLAG_EVEN) where its units are a multiple of B, as they are there
+     * (B units) */
     {
       ingot_dispatch_plan a, one;
       CHECK_STATUS(plan_of(m, B, Hkv, capacity, paged, INGOT_BALANCE_AUTO, blocks, &a, err, sizeof err), INGOT_OK);
       CHECK_STATUS(plan_of(m, B, Hkv, capacity, paged, 1, blocks, &one, err, sizeof err), INGOT_OK);
       CHECK(memcmp(&a, u.num_splits == 1 ? &one : &u, sizeof a) == 0);
-      auto_balanced += (ingot_ad_params_in(&a)->flags & INGOT_AD_FLAG_BALANCED) != 0;
+      const int aflags = ingot_ad_params_in(&a)->flags;
+      auto_balanced += (aflags & INGOT_AD_FLAG_BALANCED) != 0;
       auto_uniform += u.num_splits > 1 && B > 1;
+      if (aflags & INGOT_AD_FLAG_BALANCED) CHECK(((aflags & INGOT_AD_FLAG_EVEN) != 0) == (a.num_splits % B == 0));
+      auto_even += (aflags & INGOT_AD_FLAG_EVEN) != 0;
     }
     const int64_t rows_total = (int64_t)m->group * m->max_sq, row_blocks = (rows_total + m->rows - 1) / m->rows;
     const int64_t want = (int64_t)u.num_splits * B * balance_rounds;
@@ -131,7 +139,7 @@ static void check_plans(void) {
     fill *= balance_rounds;
     if (fill > units) fill = units;
     CHECK(ingot_ad_params_in(&p)->flags == (ingot_ad_params_in(&u)->flags | INGOT_AD_FLAG_BALANCED | (B << INGOT_AD_FLAG_BATCH_SHIFT) |
-                      (int)(fill << INGOT_AD_FLAG_FILL_SHIFT)));
+                      (int)(fill << INGOT_AD_FLAG_FILL_SHIFT) | (units % B == 0 ? INGOT_AD_FLAG_EVEN : 0)));
     CHECK(ingot_ad_bal_fill(ingot_ad_params_in(&p)->flags) == fill && fill >= 1);
     CHECK(p.num_splits == units && p.cost == u.cost && p.num_launches == 2);
     CHECK(p.launches[0].entry == INGOT_AD_ENTRY_BALANCED_SPLIT && p.launches[0].grid[0] == (uint32_t)((units + B - 1) * Hkv * row_blocks) &&
@@ -164,9 +172,10 @@ static void check_plans(void) {
     CHECK(why == NULL);
   }
   printf("  plans: %d balanced (%d with the unit cap, %d with a merge grid shallower than the batch), %d uniform; "
-         "by default %d balanced, %d batches kept on several segments each\n",
-         balanced, capped, merge_shallow, uniform, auto_balanced, auto_uniform);
-  CHECK(balanced > 50 && uniform > 20 && capped > 0 && merge_shallow > 20 && auto_balanced > 20 && auto_uniform > 20);
+         "by default %d balanced (%d even), %d batches kept on several segments each\n",
+         balanced, capped, merge_shallow, uniform, auto_balanced, auto_even, auto_uniform);
+  CHECK(balanced > 50 && uniform > 20 && capped > 0 && merge_shallow > 20 && auto_balanced > 20 && auto_uniform > 20 &&
+        auto_even > 20);
   /* Fixed plans of the seed tile, balanced in one round: units = segments x B (capped at 511), and
    * units + B - 1 slots per KV head in the split grid. On 132 CUs of one workgroup each (the
    * 4-stage ring's 128 KiB) B = 4, Hkv 2 has 16 segments per sequence: 64 units, 67 x 2 slots.
@@ -303,10 +312,71 @@ static void check_negative_control(void) {
                  sizeof msg) != NULL);
 }
 
+/* Even batches (an even plan: units = K x B; ingot_ad_bal_even): the rule against
+ * its plain statement (no sequence past 17/16 of the mean, in tiles), and the
+ * segments the split then runs (segment s % K of sequence s / K, cut as the
+ * uniform plan's: ceil(n / K) tiles each) restated: they cover every sequence
+ * once, in order, in the split grid's first K x B slots, and the longest is
+ * within 1/16 of a balanced share (total / (K x B)) and a tile. Random vectors
+ * near even, far from it, and at the extremes (B = 4096 at capacity 2^31 - 1025). */
+static void check_even(void) {
+  int even = 0, not_even = 0;
+  for (int it = 0; it < 2000; ++it) {
+    const int B = it % 50 == 0 ? ARITH_BATCH : (int)rnd_range(1, it % 3 ? 64 : INGOT_AD_BALANCED_MAX_BATCH);
+    const int capacity = it % 7 == 0 ? MAX_CAPACITY : (int)rnd_range(1, 1 << 22);
+    const int tile = 16 << rnd_range(0, 3), K = (int)rnd_range(1, INGOT_AD_MAX_SPLITS);
+    const int spread = (int)rnd_range(0, 3); /* 0: equal; 1: within ~3%; 2: within ~12%; 3: any */
+    const int64_t base = rnd_range(0, capacity);
+    long long total = 0, most = 0;
+    for (int b = 0; b < B; ++b) {
+      int64_t v = spread == 0 ? base : spread == 3 ? rnd_range(-2, (int64_t)capacity + 2)
+                                     : base - rnd_range(0, base / (spread == 1 ? 32 : 8));
+      g_lens[b] = (int32_t)(v > INT32_MAX ? INT32_MAX : v);
+      const long long n = ingot_ad_bal_tiles(g_lens[b], capacity, tile);
+      total += n;
+      most = n > most ? n : most;
+    }
+    const int rule = ingot_ad_bal_even(most, total, B);
+    /* the plain statement: max <= 17/16 of the mean, exact in rationals */
+    CHECK(rule == ((double)most * B * 16.0 <= (double)total * 17.0));
+    if (spread == 0) CHECK(rule);
+    if (!rule) {
+      ++not_even;
+      continue;
+    }
+    ++even;
+    const long long slots = (long long)K * B + B - 1; /* the split grid of units = K x B */
+    for (int b = 0; b < B; ++b) {
+      const int len = ingot_ad_bal_clamp(g_lens[b], capacity);
+      const long long n = ingot_ad_bal_tiles(g_lens[b], capacity, tile), per = (n + K - 1) / K;
+      long long next = 0;
+      for (int j = 0; j < K; ++j) {
+        const long long slot = (long long)b * K + j;
+        const long long b0 = j * per * tile, e0 = b0 + per * tile;
+        const long long begin = b0 < len ? b0 : len, end = e0 < len ? e0 : len;
+        CHECK(slot < slots && slot / K == b && slot % K == j);
+        /* whole tiles from the start; the segments past the length empty, at it */
+        CHECK(begin == next && end >= begin && (begin % tile == 0 || begin == len));
+        /* the longest segment: within 1/16 of a share and a tile */
+        CHECK(16 * (end - begin) * (long long)K * B <= 17 * total * tile + 16LL * tile * K * B);
+        next = end;
+      }
+      CHECK(next == len);
+    }
+  }
+  printf("  even batches: %d even (segments checked), %d not even\n", even, not_even);
+  CHECK(even > 200 && not_even > 200);
+  /* the edges: equal lengths and an empty batch are even; one tile past 17/16 is not */
+  CHECK(ingot_ad_bal_even(0, 0, 7) && ingot_ad_bal_even(5, 5 * 1024, 1024));
+  CHECK(ingot_ad_bal_even(17, 16 * 4, 4) && !ingot_ad_bal_even(18, 16 * 4, 4));
+  CHECK(ingot_ad_bal_even((1LL << 27), (1LL << 27) * ARITH_BATCH, ARITH_BATCH));
+}
+
 int main(void) {
   test_seed_rng();
   check_plans();
   check_schedules();
+  check_even();
   check_workspace();
   check_negative_control();
   return test_finish("test_ragged_balance");

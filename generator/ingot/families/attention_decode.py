@@ -585,7 +585,7 @@ def dispatch_context(pack):
 # The constants the kernels (templates/ingot_ad_*.h), the planner
 # (runtime/src/families/attention_decode/) and this module share: templates/ingot_abi.h.
 # flags (a kernarg): bits 0, 1 and 12 are the graph's, the others a balanced plan's.
-FLAG_BALANCED, FLAG_FILL_SHIFT, FLAG_FILL_MASK, FLAG_BATCH_SHIFT = 4, 3, 0x1ff, 16
+FLAG_BALANCED, FLAG_FILL_SHIFT, FLAG_FILL_MASK, FLAG_EVEN, FLAG_BATCH_SHIFT = 4, 3, 0x1ff, 1 << 13, 16
 ABI = (
     Const("INGOT_AD_MAX_SPLITS", MAX_SPLITS, "KV segments of one (sequence, KV head) the merge takes"),
     Const("INGOT_AD_MAX_ROWS", MAX_ROWS, "(query head, query token) rows one wave holds (a workgroup: waves x them under row_waves)"),
@@ -606,6 +606,8 @@ ABI = (
     Const("INGOT_AD_FLAG_FILL_SHIFT", FLAG_FILL_SHIFT, "flags bits 3..11: a balanced plan's fill"),
     Const("INGOT_AD_FLAG_FILL_MASK", FLAG_FILL_MASK, "the fill field, shifted down", hex=True),
     Const("INGOT_AD_FLAG_TOP_LEFT", 1 << 12, "flags bit 12: causal aligned top-left (query i sees keys <= i)"),
+    Const("INGOT_AD_FLAG_EVEN", FLAG_EVEN, "flags bit 13: a balanced plan whose units are a multiple of B "
+          "(an even batch runs as units / B segments a sequence)"),
     Const("INGOT_AD_FLAG_BATCH_SHIFT", FLAG_BATCH_SHIFT, "flags bits 16..30: a balanced plan's batch B"),
 ) + tuple(Const(f"INGOT_AD_ENTRY_{e.upper()}", i, f"launch entry: the UDD's entry_points[{i}], {e}")
           for i, e in enumerate(ENTRY_POINTS))

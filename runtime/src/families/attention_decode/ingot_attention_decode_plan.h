@@ -193,14 +193,16 @@ static inline void ingot_ad_plan_scalars(const ingot_attention_graph *g, int pag
  * the sequences and heads alone fill the device). There a sequence's
  * workgroups take as long as its length, so a ragged batch waits for its
  * longest (1.7-5.7x a uniform batch of the same tokens on the H200), while
- * balancing costs a uniform batch a scan of the lengths and a round of merge
- * workgroups that find nothing to merge. Where the uniform plan already cuts
- * every sequence into several segments (small batches, long capacities) the
- * balanced plan's costs weigh more (H200, uniform at 8K: B = 4 8/2 1.32x
- * balanced, B = 8 1.07x: the scan, the balanced merge and, at B = 4, a ring
- * off its 128-byte lines, since fixed; decision 0037) and the segments absorb some of the skew, not all (B = 4 with
- * one 32K among 1Ks: 1.74x on segments, 1.23x balanced;
- * docs/design/balanced-split.md, "The default"; decision 0036). */
+ * balancing costs a uniform batch the scan's first pass and a round of merge
+ * workgroups that find nothing to merge: its units are B there (a multiple of
+ * B), so the plan is even and an even batch skips the scan's other passes
+ * (decision 0049; H100, uniform B = 16 to 64: 1.01x). Where the uniform plan
+ * already cuts every sequence into several segments (small batches, long
+ * capacities) the balanced plan's fixed cost weighs more: uniform B = 4, 8/2,
+ * 8K takes 1.08x even, B = 8 1.02-1.03x (H100, decision 0049), so those keep
+ * the uniform segments by default, and the small skewed batches with them (B =
+ * 4 with one 32K among 1Ks: 1.48x on segments, 1.16x balanced;
+ * docs/design/balanced-split.md, "The default"). */
 static inline int ingot_ad_balance_auto(int64_t splits) { return splits == 1; }
 
 /* The device's CUs (SMs), or an H100's 132 when the caps do not say. */
@@ -257,8 +259,10 @@ static inline ingot_status ingot_ad_plan_balanced(const ingot_ad_kernel_meta *m,
                                     {merge_threads, 1, 1}, 0,
                                     INGOT_LAUNCH_PROGRAMMATIC};
   ingot_ad_plan_scalars(g, paged, page_size, Sq, Hkv, group, out);
+  /* units a multiple of B: an even batch runs as units / B segments a sequence
+   * (ingot_ad_bal_even), without the scan's second and third passes */
   ingot_ad_params_of(out)->flags |= INGOT_AD_FLAG_BALANCED | (int32_t)(B << INGOT_AD_FLAG_BATCH_SHIFT) |
-                (int32_t)(fill << INGOT_AD_FLAG_FILL_SHIFT);
+                (int32_t)(fill << INGOT_AD_FLAG_FILL_SHIFT) | (units % B == 0 ? INGOT_AD_FLAG_EVEN : 0);
   return INGOT_OK;
 }
 
