@@ -203,9 +203,11 @@ inline int group_of(const char *name) {
 // fill > 0: the balanced plan (entry points balanced_split and balanced_merge) with
 // `splits` units, of which the device takes at least `fill` (ingot_ad_bal_active).
 // page_size (paged kernels): tokens a page, two chunks unless given (cap a multiple of it).
+// stale: the merge's list starts as an even batch's execute leaves it (count B, every sequence
+// with its K slots), not poisoned, as a later uneven batch finds it past its own entries.
 template <class T>
 int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *lens, int splits, Stats &st,
-             int fill = 0, int group = 0, int page_size = 0) {
+             int fill = 0, int group = 0, int page_size = 0, bool stale = false) {
   constexpr int D = T::kHeadDim, SQ = T::kMaxSq;
   const int G = group > 0 ? group : group_of(name);  // the kernel's own, unless given
   if (G < 1) {
@@ -277,6 +279,13 @@ int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *
                     (balanced ? INGOT_AD_FLAG_BALANCED | B << INGOT_AD_FLAG_BATCH_SHIFT | fill << INGOT_AD_FLAG_FILL_SHIFT |
                                     (splits % B == 0 ? INGOT_AD_FLAG_EVEN : 0)  // as the plan sets it
                               : 0);
+  if (stale && balanced && splits % B == 0) {
+    long long *list = reinterpret_cast<long long *>(ws.data() + ingot::balanced_list_offset<T>(Hkv, splits, rows_total,
+                                                                                              flags));
+    const int K = splits / B;
+    list[0] = B;
+    for (int b = 0; b < B; ++b) list[1 + b] = ingot_ad_bal_entry(b, (long long)b * K, K);
+  }
   const float scale = g.scale;
   auto split = [&] {
     if (balanced)
@@ -306,8 +315,9 @@ int run_case(Pool &pool, const char *name, bool causal, int cap, const int32_t *
     const int mx = splits <= INGOT_AD_COMPACT_MERGE_SPLITS ? (rows * (D / 4) + T::kMergeThreads - 1) / T::kMergeThreads
                                                            : rows * (D / T::kMergeCols);
     // balanced: the depth the plan gives a one-CU device, so that each merge workgroup
-    // takes several sequences of the list in turn
-    const int mz = balanced ? (int)ingot_ad_bal_merge_z(B, mx, Hkv, 1) : B;
+    // takes several sequences of the list in turn; with a stale list an H100's (132 CUs: a
+    // workgroup per sequence, so that workgroups past the list's count find its stale entries)
+    const int mz = balanced ? (int)ingot_ad_bal_merge_z(B, mx, Hkv, stale ? 132 : 1) : B;
     const int mgrid[3] = {mx, Hkv, mz};
     pool.launch(mgrid, T::kMergeThreads, merge);
   }
@@ -371,6 +381,11 @@ int run_kernel(const char *name, Stats &st) {
     failures += run_case<T>(pool, name, causal, large, ev, 3, st, 3);
     failures += run_case<T>(pool, name, causal, large, ev, 6, st, 6);
     failures += run_case<T>(pool, name, causal, large, causal ? none : ev, 54, st, 54);
+    // The ragged batch through even plans (K = 2 and 4: the compact merge): the scan's way,
+    // once with the list as an even batch leaves it, whose entries past this batch's count
+    // name every sequence with K slots of partials the merge must not take.
+    failures += run_case<T>(pool, name, causal, large, r, 6, st, 6, 0, 0, causal);
+    failures += run_case<T>(pool, name, causal, large, r, 12, st, 12, 0, 0, !causal);
     if constexpr (T::kPaged) {
       // Pages shorter than a chunk (1, 2, 4 or 8 tokens): a page-table entry per token a
       // lane loads, not one per chunk.
