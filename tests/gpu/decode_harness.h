@@ -136,8 +136,10 @@ int dh_set_lengths(dh_case *c, const int32_t *lens);
 /* Poisons O, LSE and the workspace, executes on stream, waits for it. 0 or -1 (message printed). */
 int dh_execute(dh_case *c, void *stream);
 /* The parts of dh_execute: fill O, LSE and the workspace with NaN (0xFF bytes)
- * and wait; the buffers of the case as the API takes them. */
+ * and wait; the buffers of the case as the API takes them. dh_poison_results:
+ * O and LSE only (the workspace kept, as a serving engine's is). */
 int dh_poison_outputs(dh_case *c);
+int dh_poison_results(dh_case *c);
 ingot_attention_buffers dh_buffers(const dh_case *c);
 /* Downloads O (and LSE), compares with the reference; adds to st. Returns the
  * number of failures in this check (printing the first few). */

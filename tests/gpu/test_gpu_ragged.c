@@ -264,8 +264,7 @@ static int graph_replay(dh_session *s, const dh_kernel *k, int B, int cap, uint6
   static const int kReplayKinds[4] = {kOneHuge, kEven, kMixed, kLogSpread};
   for (int t = 0; t < (g_quick ? 4 : 24) && failures == 0; ++t) {
     fill(lens, B, cap, kReplayKinds[t % 4]);
-    if (dh_set_lengths(&c, lens) != 0 || (t == 0 && dh_poison_outputs(&c) != 0) ||
-        gpu_memset8(c.d_o, 0xFF, c.n_q * 2) != 0 || (c.dlse != NULL && gpu_memset8(c.dlse, 0xFF, c.n_lse * 4) != 0) ||
+    if (dh_set_lengths(&c, lens) != 0 || (t == 0 ? dh_poison_outputs(&c) : dh_poison_results(&c)) != 0 ||
         gpu_graph_launch(exec, s->stream) != 0 || gpu_stream_sync(s->stream) != 0) {
       fprintf(stderr, "FAIL: replay %d: %s\n", t, gpu_mem_error());
       failures = 1;
