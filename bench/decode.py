@@ -315,17 +315,27 @@ RAGGED = (
     ("B=16 uniform 8K", 16, lambda g: [8192] * 16),
     ("B=32 uniform 4K", 32, lambda g: [4096] * 32),
     ("B=64 uniform 2K", 64, lambda g: [2048] * 64),
+    # Uniform batches in a cache longer than their lengths, as a serving engine plans them (the
+    # capacity its longest context may reach): the plan knows only the capacity, so its uniform
+    # segments are cut for it. Against a uniform batch of the same tokens at its own capacity.
+    ("B=4 uniform 32K, 8/2", 4, lambda g: [32768] * 4, 8, 2),
+    ("B=4 uniform 8K in 32K, 8/2", 4, lambda g: [8192] * 4, 8, 2, 32768),
+    ("B=8 uniform 64K", 8, lambda g: [65536] * 8),
+    ("B=8 uniform 8K in 64K", 8, lambda g: [8192] * 8, 32, 8, 65536),
+    ("B=2 uniform 16K", 2, lambda g: [16384] * 2),
 )
 
 
-def ragged_point(ctx, name, B, lens, reps, calls, rounds, hq=32, hkv=8, d=128, page_size=0, balance=1):
+def ragged_point(ctx, name, B, lens, reps, calls, rounds, hq=32, hkv=8, d=128, page_size=0, balance=1,
+                 capacity=None):
     """One ragged batch: ingot's balanced plan (INGOT_BALANCE=balance at plan time) and its uniform-segment plan
     (INGOT_BALANCE=0) on the same lengths, and a uniform batch of the same total tokens, by graph replay;
-    with page_size, all three read paged caches (pages scattered by a random page table)."""
+    with page_size, all three read paged caches (pages scattered by a random page table). The batch's plans
+    are made for `capacity` (default: its longest length); the uniform batch's for its own length."""
     dt = torch.bfloat16
     P = page_size
     up = (lambda n: -(-n // P) * P) if P else (lambda n: n)  # a capacity in whole pages
-    cap = up(max(max(lens), 1))
+    cap = up(max(max(lens), 1, capacity or 0))
     total = sum(lens)
     gen = torch.Generator(device="cuda").manual_seed(total + B)
 
@@ -341,8 +351,9 @@ def ragged_point(ctx, name, B, lens, reps, calls, rounds, hq=32, hkv=8, d=128, p
     lt = torch.tensor(lens, device="cuda", dtype=torch.int32)
     lu = max(1, total // B)
     lu_t = torch.full((B,), lu, device="cuda", dtype=torch.int32)
-    # a uniform batch is its own twin: its uniform-segment plan (no balance) is the one timed as such
-    twin = len(set(lens)) > 1
+    # a uniform batch at its own capacity is its own twin: its uniform-segment plan (no balance) is the one
+    # timed as such
+    twin = len(set(lens)) > 1 or cap != up(lu)
     nbuf_u, ku, vu = kv_sets(up(lu)) if twin else (0, [], [])
     ref = reference(qs[0], ks[0], vs[0], [int(x) for x in lens])
     if P:  # the same values in page pools; the contiguous sets are not read again
@@ -405,6 +416,7 @@ def ragged_point(ctx, name, B, lens, reps, calls, rounds, hq=32, hkv=8, d=128, p
     res["default"] = "balanced" if default_balanced else "uniform segments"
     res["default_ratio"] = res["ratio"] if default_balanced else res["ratio_unbalanced"]
     res["kernel"], res["splits"] = plans["balanced"].kernel, plans["balanced"].num_splits
+    res["capacity"], res["segments"] = cap, plans["unbalanced"].num_splits
     return res  # as bench_point's
 
 
@@ -418,13 +430,13 @@ def run_ragged(ctx, a):
         if a.only and a.only not in name:
             fn(gen)  # the same draws as a full run: a batch's lengths do not depend on the filter
             continue
-        hq, hkv = heads or (32, 8)
+        hq, hkv = heads[:2] or (32, 8)
         r = point_done(ragged_point(ctx, name, b, fn(gen), a.reps, a.calls, a.rounds, hq=hq, hkv=hkv,
-                                    page_size=a.paged, balance=a.balance))
+                                    page_size=a.paged, balance=a.balance, capacity=(heads[2:] or [None])[0]))
         rows.append(r)
         print(f"{name:<28} {r['tokens']:>8} | {r['balanced']:>7.1f}us {r['uniform']:>7.1f}us {r['ratio']:>5.2f}x | "
-              f"{r['unbalanced']:>8.1f}us {r['ratio_unbalanced']:>5.2f}x | {r['default']} {r['default_ratio']:.2f}x",
-              flush=True)
+              f"{r['unbalanced']:>8.1f}us {r['ratio_unbalanced']:>5.2f}x | {r['default']} {r['default_ratio']:.2f}x | "
+              f"{r['segments']} segments, {r['splits']} units", flush=True)
     if not rows:
         raise SystemExit(f"--only {a.only!r} matches no ragged batch; the batches: " + "; ".join(r[0] for r in RAGGED))
     os.makedirs(a.out, exist_ok=True)
@@ -433,14 +445,17 @@ def run_ragged(ctx, a):
         f.write(f"bf16, D 128, {f'paged {a.paged}' if a.paged else 'contiguous'}, GPU time by CUDA-graph replay; "
                 "ratio = against a uniform batch "
                 f"of the same total tokens; balanced = INGOT_BALANCE={a.balance}, no balance = the same plan with "
-                "INGOT_BALANCE=0, default = the plan with INGOT_BALANCE unset (one of the two)\n\n"
+                "INGOT_BALANCE=0, default = the plan with INGOT_BALANCE unset (one of the two); capacity = the "
+                "plans' (the uniform batch's is its own length), segments = the no-balance plan's per sequence, units "
+                "= the balanced plan's per KV head\n\n"
                 "| batch | Hq/Hkv | tokens | max / mean length | balanced | uniform, same tokens | ratio | no balance | "
-                "ratio | default | ratio |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+                "ratio | default | ratio | capacity | segments | units |\n"
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
         for r in rows:
             f.write(f"| {r['case']} | {r['Hq']}/{r['Hkv']} | {r['tokens']} | {r['spread']:.1f} | {r['balanced']:.1f} us | "
                     f"{r['uniform']:.1f} us | "
                     f"{r['ratio']:.2f}x | {r['unbalanced']:.1f} us | {r['ratio_unbalanced']:.2f}x | {r['default']} | "
-                    f"{r['default_ratio']:.2f}x |\n")
+                    f"{r['default_ratio']:.2f}x | {r['capacity']} | {r['segments']} | {r['splits']} |\n")
     with open(os.path.join(a.out, f"{stem}.svg"), "w") as f:  # ratio against the spread of the lengths
         f.write(ragged_plot.svg(rows))
     return 0
