@@ -190,20 +190,28 @@ static inline void ingot_ad_plan_scalars(const ingot_attention_graph *g, int pag
 
 /* INGOT_BALANCE_AUTO (the runtime's default): the plan balances a batch, in
  * one round, where its uniform segments are one per sequence (splits == 1:
- * the sequences and heads alone fill the device). There a sequence's
- * workgroups take as long as its length, so a ragged batch waits for its
- * longest (1.7-5.7x a uniform batch of the same tokens on the H200), while
- * balancing costs a uniform batch the scan's first pass and a round of merge
- * workgroups that find nothing to merge: its units are B there (a multiple of
- * B), so the plan is even and an even batch skips the scan's other passes
- * (decision 0049; H100, uniform B = 16 to 64: 1.01x). Where the uniform plan
- * already cuts every sequence into several segments (small batches, long
- * capacities) the balanced plan's fixed cost weighs more: uniform B = 4, 8/2,
- * 8K takes 1.08x even, B = 8 1.02-1.03x (H100, decision 0049), so those keep
- * the uniform segments by default, and the small skewed batches with them (B =
- * 4 with one 32K among 1Ks: 1.48x on segments, 1.16x balanced;
- * docs/design/balanced-split.md, "The default"). */
-static inline int ingot_ad_balance_auto(int64_t splits) { return splits == 1; }
+ * the sequences and heads alone fill the device), or where the uniform plan's
+ * modelled time at the capacity is at least INGOT_AD_BALANCE_AUTO_STEPS steps
+ * of the tile. With one segment a sequence, its workgroups take as long as its
+ * length, so a ragged batch waits for its longest (1.7-5.7x a uniform batch of
+ * the same tokens on the H200). Balancing costs a uniform batch a fixed time:
+ * the scan's first pass before the first K/V load and the merge's list (its
+ * units are a multiple of B, so the plan is even and an even batch skips the
+ * scan's other passes; decision 0049), about 1-1.5 us, a step or two of the
+ * tile (H100: uniform B = 16 to 64 1.01x, B = 8 at 8K 1.02x, B = 4, 8/2 at 8K
+ * 1.08x). Past 100 steps that is about 1% of a call at the capacity, while the
+ * uniform segments, cut for the capacity, leave a long sequence among short
+ * ones to a few of them (B = 8, one 64K among 256s: 1.26x on the H200 on 16
+ * segments, 1.09x balanced) and a batch shorter than the capacity to the
+ * first few segments of each sequence. A short call (small batch, short
+ * capacity: uniform B = 4, 8/2 at 8K is 10 steps) keeps its segments, and the
+ * small skewed batches with them (B = 4 with one 32K among 1Ks: 1.48x on
+ * segments, 1.16x balanced on an H100; docs/design/balanced-split.md, "The
+ * default"). */
+#define INGOT_AD_BALANCE_AUTO_STEPS 100.0
+static inline int ingot_ad_balance_auto(int64_t splits, double modelled) {
+  return splits == 1 || modelled >= INGOT_AD_BALANCE_AUTO_STEPS;
+}
 
 /* The device's CUs (SMs), or an H100's 132 when the caps do not say. */
 static inline int64_t ingot_ad_cus(const ingot_device_caps *caps) {
@@ -404,7 +412,7 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
    * and kernels of one rank compare as before. */
   int64_t units = 0;
   int64_t rounds = caps->balance < INGOT_BALANCE_MAX_ROUNDS ? caps->balance : INGOT_BALANCE_MAX_ROUNDS;
-  if (caps->balance == INGOT_BALANCE_AUTO) rounds = ingot_ad_balance_auto(splits) ? 1 : 0;
+  if (caps->balance == INGOT_BALANCE_AUTO) rounds = ingot_ad_balance_auto(splits, out_cost) ? 1 : 0;
   if (rounds > 0 && B > 1 && B <= INGOT_AD_BALANCED_MAX_BATCH) {
     /* the device caps one sequence's pieces at INGOT_AD_MAX_SPLITS; a kernel or
      * policy with a lower limit keeps every sequence within it by the units */
