@@ -391,19 +391,26 @@ int main(int argc, char **argv) {
     if (ctx == NULL) return test_finish("test_main_pack");
     CHECK_STATUS(ingot_context_open_pack(ctx, argv[1]), INGOT_OK);
     if (a == 0) kernels = ingot_context_kernel_count(ctx);
-    /* INGOT_BALANCE unset (runtime/src/plan.c): a batch is balanced where its uniform plan
-     * (INGOT_BALANCE=0) has one segment per sequence, and then even (B units: a multiple of B),
-     * else it keeps the uniform segments; INGOT_BALANCE=1 (the rest of this test) balances every
-     * batch it can. */
+    /* INGOT_BALANCE unset (runtime/src/plan.c): a batch is balanced, in one round, where its uniform
+     * plan (INGOT_BALANCE=0) has one segment per sequence or is modelled at
+     * INGOT_AD_BALANCE_AUTO_STEPS or more, and then even where its units (segments x B, at most 511)
+     * are a multiple of B; else it keeps the uniform segments; INGOT_BALANCE=1 (the rest of this
+     * test) balances every batch it can. B = 16 at 8K fills 132 SMs alone (on gfx942 and gfx950 it
+     * is a short call of 6-7 segments); B = 2 at 8K is a short call on segments; B = 8 at 64K is cut
+     * into segments and long. */
     {
       ingot_attention_graph g = shaped_graph(INGOT_DTYPE_BF16, 32, 8, 128, 1, 16, 8192, 0, 16, 0, 0);
       ingot_plan *plan = NULL;
-      for (int bs = 0; bs < 2; ++bs) {
-        const ingot_attention_graph gb = shaped_graph(INGOT_DTYPE_BF16, 32, 8, 128, 1, bs ? 2 : 16, 8192, 0, 16, 0, 0);
+      static const struct { int B, capacity, balanced[3]; } shapes[] = {
+          {16, 8192, {1, 0, 0}}, {2, 8192, {0, 0, 0}}, {8, 65536, {1, 1, 1}}};
+      for (int bs = 0; bs < 3; ++bs) {
+        const ingot_attention_graph gb =
+            shaped_graph(INGOT_DTYPE_BF16, 32, 8, 128, 1, shapes[bs].B, shapes[bs].capacity, 0, 16, 0, 0);
         setenv("INGOT_BALANCE", "0", 1);
         plan = NULL;
         CHECK_STATUS(ingot_plan_create(ctx, &gb, &plan), INGOT_OK);
         const int uniform_splits = plan ? ingot_plan_num_splits(plan) : 0;
+        const double uniform_cost = plan ? plan->dispatch.cost : 0.0;
         if (plan) CHECK((ingot_ad_params_in(&plan->dispatch)->flags & INGOT_AD_FLAG_BALANCED) == 0);
         ingot_plan_destroy(plan);
         unsetenv("INGOT_BALANCE");
@@ -412,8 +419,16 @@ int main(int argc, char **argv) {
         if (plan) {
           const int flags = ingot_ad_params_in(&plan->dispatch)->flags;
           const int balanced = (flags & INGOT_AD_FLAG_BALANCED) != 0;
-          CHECK(balanced == (uniform_splits == 1));
-          if (balanced) CHECK((flags & INGOT_AD_FLAG_EVEN) && ingot_plan_num_splits(plan) == (bs ? 2 : 16));
+          CHECK(balanced == (uniform_splits == 1 || uniform_cost >= INGOT_AD_BALANCE_AUTO_STEPS));
+          CHECK(balanced == shapes[bs].balanced[a]);
+          if (balanced != shapes[bs].balanced[a])
+            fprintf(stderr, "%s: B %d capacity %d: %d segments, modelled %.1f steps, balanced %d by default\n",
+                    archs[a], shapes[bs].B, shapes[bs].capacity, uniform_splits, uniform_cost, balanced);
+          if (balanced) {
+            const int units = uniform_splits * shapes[bs].B < INGOT_AD_BALANCED_MAX_UNITS
+                                  ? uniform_splits * shapes[bs].B : INGOT_AD_BALANCED_MAX_UNITS;
+            CHECK(ingot_plan_num_splits(plan) == units && ((flags & INGOT_AD_FLAG_EVEN) != 0) == (units % shapes[bs].B == 0));
+          }
           default_balanced += balanced;
           default_uniform += !balanced;
         }
