@@ -165,6 +165,9 @@ static void print_plan(const ingot_plan *plan) {
            l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2], l->lds_bytes);
   }
   printf("device: wave %d, compute units %d\n", plan->caps.wave_size, plan->caps.compute_units);
+  /* the planner's time model, in tile steps of one workgroup (docs/design/planner.md); the attention
+   * decode default balances a batch modelled at 100 or more (docs/design/balanced-split.md) */
+  printf("modelled: %.2f steps\n", d->cost);
   if (plan->num_considered > 1) {
     printf("considered (one rank: the least modelled time wins by 1%% or more, else fewer waves):\n");
     for (int i = 0; i < plan->num_considered; ++i)

@@ -204,7 +204,7 @@ static inline void ingot_ad_plan_scalars(const ingot_attention_graph *g, int pag
  * ones to a few of them (B = 8, one 64K among 256s: 1.26x on the H200 on 16
  * segments, 1.09x balanced) and a batch shorter than the capacity to the
  * first few segments of each sequence. A short call (small batch, short
- * capacity: uniform B = 4, 8/2 at 8K is 10 steps) keeps its segments, and the
+ * capacity: uniform B = 4, 8/2 at 8K is 19 steps) keeps its segments, and the
  * small skewed batches with them (B = 4 with one 32K among 1Ks: 1.48x on
  * segments, 1.16x balanced on an H100; docs/design/balanced-split.md, "The
  * default"). */
