@@ -397,13 +397,13 @@ int main(int argc, char **argv) {
      * are a multiple of B; else it keeps the uniform segments; INGOT_BALANCE=1 (the rest of this
      * test) balances every batch it can. B = 16 at 8K fills 132 SMs alone (on gfx942 and gfx950 it
      * is a short call of 6-7 segments); B = 2 at 8K is a short call on segments; B = 8 at 64K is cut
-     * into segments and long. */
+     * into segments and long; B = 8 at 1M is long, but its segments x 8 would need the units' cap. */
     {
       ingot_attention_graph g = shaped_graph(INGOT_DTYPE_BF16, 32, 8, 128, 1, 16, 8192, 0, 16, 0, 0);
       ingot_plan *plan = NULL;
       static const struct { int B, capacity, balanced[3]; } shapes[] = {
-          {16, 8192, {1, 0, 0}}, {2, 8192, {0, 0, 0}}, {8, 65536, {1, 1, 1}}};
-      for (int bs = 0; bs < 3; ++bs) {
+          {16, 8192, {1, 0, 0}}, {2, 8192, {0, 0, 0}}, {8, 65536, {1, 1, 1}}, {8, 1048576, {0, 0, 0}}};
+      for (int bs = 0; bs < 4; ++bs) {
         const ingot_attention_graph gb =
             shaped_graph(INGOT_DTYPE_BF16, 32, 8, 128, 1, shapes[bs].B, shapes[bs].capacity, 0, 16, 0, 0);
         setenv("INGOT_BALANCE", "0", 1);
@@ -419,7 +419,8 @@ int main(int argc, char **argv) {
         if (plan) {
           const int flags = ingot_ad_params_in(&plan->dispatch)->flags;
           const int balanced = (flags & INGOT_AD_FLAG_BALANCED) != 0;
-          CHECK(balanced == (uniform_splits == 1 || uniform_cost >= INGOT_AD_BALANCE_AUTO_STEPS));
+          CHECK(balanced == (uniform_splits == 1 || (uniform_cost >= INGOT_AD_BALANCE_AUTO_STEPS &&
+                                                     uniform_splits * shapes[bs].B <= INGOT_AD_BALANCED_MAX_UNITS)));
           CHECK(balanced == shapes[bs].balanced[a]);
           if (balanced != shapes[bs].balanced[a])
             fprintf(stderr, "%s: B %d capacity %d: %d segments, modelled %.1f steps, balanced %d by default\n",

@@ -87,7 +87,7 @@ static void check_plans(void) {
       {INGOT_DTYPE_BF16, 64, 64, 1, 64, 8, 32, 256, 1, 1, 1}, /* row_waves: 64 rows, a tile of 32 */
   };
   int balanced = 0, uniform = 0, capped = 0, merge_shallow = 0, auto_balanced = 0, auto_uniform = 0, auto_even = 0,
-      auto_long = 0;
+      auto_long = 0, auto_capped = 0;
   for (int it = 0; it < 300; ++it) {
     const ingot_ad_kernel_meta *m = &kernels[rnd_range(0, 5)];
     const int pick = (int)rnd_range(0, 9);
@@ -109,19 +109,24 @@ static void check_plans(void) {
     if (err[0]) fprintf(stderr, "B %d Hkv %d capacity %lld: %s\n", B, Hkv, (long long)capacity, err);
     CHECK(!(ingot_ad_params_in(&u)->flags & INGOT_AD_FLAG_BALANCED));
     /* INGOT_BALANCE_AUTO (the default): the one-round balanced plan (INGOT_BALANCE=1) where the
-     * uniform plan has one segment per sequence or is modelled at 100 steps or more, else the
-     * uniform plan, bit for bit; a balanced plan is even (INGOT_AD_FLAG_EVEN) where its units are
-     * a multiple of B, as they are in one round (splits x B) */
+     * uniform plan has one segment per sequence, or is modelled at 100 steps or more and its units
+     * (splits x B) need no cap, else the uniform plan, bit for bit; a balanced plan is even
+     * (INGOT_AD_FLAG_EVEN) where its units are a multiple of B, as they are in one round (splits x B) */
     {
       ingot_dispatch_plan a, one;
       CHECK_STATUS(plan_of(m, B, Hkv, capacity, paged, INGOT_BALANCE_AUTO, blocks, &a, err, sizeof err), INGOT_OK);
       CHECK_STATUS(plan_of(m, B, Hkv, capacity, paged, 1, blocks, &one, err, sizeof err), INGOT_OK);
-      const int long_call = u.cost >= 100.0;
+      /* a long call only where its units, segments x B, need no cap (an even plan of the uniform segments) */
+      const int64_t most_units = m->max_splits < 256 ? m->max_splits : INGOT_AD_BALANCED_MAX_UNITS;
+      const int long_call = u.cost >= 100.0 && (int64_t)u.num_splits * B <= most_units;
       CHECK(memcmp(&a, u.num_splits == 1 || long_call ? &one : &u, sizeof a) == 0);
       CHECK(a.cost == u.cost); /* the modelled time is the uniform plan's either way */
       const int aflags = ingot_ad_params_in(&a)->flags;
       auto_balanced += (aflags & INGOT_AD_FLAG_BALANCED) != 0;
       auto_long += u.num_splits > 1 && long_call && B > 1 && (aflags & INGOT_AD_FLAG_BALANCED) != 0;
+      if (u.num_splits > 1 && long_call && B > 1 && B <= INGOT_AD_BALANCED_MAX_BATCH)
+        CHECK((aflags & INGOT_AD_FLAG_EVEN) && a.num_splits == u.num_splits * B);
+      auto_capped += u.num_splits > 1 && u.cost >= 100.0 && !long_call && B > 1 && B <= INGOT_AD_BALANCED_MAX_BATCH;
       auto_uniform += u.num_splits > 1 && !long_call && B > 1;
       if (aflags & INGOT_AD_FLAG_BALANCED) CHECK(((aflags & INGOT_AD_FLAG_EVEN) != 0) == (a.num_splits % B == 0));
       auto_even += (aflags & INGOT_AD_FLAG_EVEN) != 0;
@@ -181,10 +186,11 @@ static void check_plans(void) {
   }
   printf("  plans: %d balanced (%d with the unit cap, %d with a merge grid shallower than the batch), %d uniform; "
          "by default %d balanced (%d even; %d of several segments, modelled at 100 steps or more), %d batches kept "
-         "on several segments each\n",
-         balanced, capped, merge_shallow, uniform, auto_balanced, auto_even, auto_long, auto_uniform);
+         "on several segments each (%d of them long, whose units would need the cap)\n",
+         balanced, capped, merge_shallow, uniform, auto_balanced, auto_even, auto_long, auto_uniform + auto_capped,
+         auto_capped);
   CHECK(balanced > 50 && uniform > 20 && capped > 0 && merge_shallow > 20 && auto_balanced > 20 && auto_uniform > 5 &&
-        auto_even > 20 && auto_long > 10);
+        auto_even > 20 && auto_long > 10 && auto_capped > 5);
   /* Fixed plans of the seed tile, balanced in one round: units = segments x B (capped at 511), and
    * units + B - 1 slots per KV head in the split grid. On 132 CUs of one workgroup each (the
    * 4-stage ring's 128 KiB) B = 4, Hkv 2 has 16 segments per sequence: 64 units, 67 x 2 slots.
@@ -208,11 +214,12 @@ static void check_plans(void) {
   }
   /* The default on bench/decode.py's ragged shapes (seed tile, 132 CUs): B = 4, Hkv 2 at 8K and 32K and B =
    * 8, Hkv 8 at 8K keep their 16, 16 and 4 segments (modelled under 100 steps); B = 8, Hkv 8 at 64K (16
-   * segments) and B = 16 at 16K (4) are balanced; B = 32, Hkv 8 has one segment a sequence. */
+   * segments) and B = 16 at 16K (4) are balanced; B = 32, Hkv 8 has one segment a sequence; B = 8 at 1M
+   * keeps its 256 segments (long, but 256 x 8 units would need the cap of 511). */
   {
     static const struct { int B, Hkv, blocks, capacity, segments, balanced; } cases[] = {
         {4, 2, 1, 8192, 16, 0}, {4, 2, 1, 32768, 16, 0}, {8, 8, 2, 8192, 4, 0},
-        {8, 8, 2, 65536, 16, 1}, {16, 8, 2, 16384, 4, 1}, {32, 8, 2, 4096, 1, 1}};
+        {8, 8, 2, 65536, 16, 1}, {16, 8, 2, 16384, 4, 1}, {32, 8, 2, 4096, 1, 1}, {8, 8, 2, 1048576, 256, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
       ingot_dispatch_plan u, a;
       char err[256] = "";
@@ -223,7 +230,8 @@ static void check_plans(void) {
                            cases[i].blocks, &a, err, sizeof err),
                    INGOT_OK);
       const int got = (ingot_ad_params_in(&a)->flags & INGOT_AD_FLAG_BALANCED) != 0;
-      CHECK(u.num_splits == cases[i].segments && got == cases[i].balanced && (u.cost >= 100.0 || u.num_splits == 1) == got);
+      const int rule = u.num_splits == 1 || (u.cost >= 100.0 && (int64_t)u.num_splits * cases[i].B <= INGOT_AD_BALANCED_MAX_UNITS);
+      CHECK(u.num_splits == cases[i].segments && got == cases[i].balanced && rule == got);
       if (u.num_splits != cases[i].segments || got != cases[i].balanced)
         fprintf(stderr, "default: B %d Hkv %d capacity %d: %d segments, modelled %.1f, balanced %d (want %d, %d)\n",
                 cases[i].B, cases[i].Hkv, cases[i].capacity, u.num_splits, u.cost, got, cases[i].segments,

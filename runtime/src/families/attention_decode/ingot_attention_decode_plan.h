@@ -192,22 +192,30 @@ static inline void ingot_ad_plan_scalars(const ingot_attention_graph *g, int pag
  * one round, where its uniform segments are one per sequence (splits == 1:
  * the sequences and heads alone fill the device), or where the uniform plan's
  * modelled time at the capacity is at least INGOT_AD_BALANCE_AUTO_STEPS steps
- * of the tile. With one segment a sequence, its workgroups take as long as its
- * length, so a ragged batch waits for its longest (1.7-5.7x a uniform batch of
- * the same tokens on the H200). Balancing costs a uniform batch a fixed time:
- * the scan's first pass before the first K/V load and the merge's list (its
- * units are a multiple of B, so the plan is even and an even batch skips the
- * scan's other passes; decision 0049), about 1-1.5 us, a step or two of the
- * tile (H100: uniform B = 16 to 64 1.01x, B = 8 at 8K 1.02x, B = 4, 8/2 at 8K
- * 1.08x). Past 100 steps that is about 1% of a call at the capacity, while the
- * uniform segments, cut for the capacity, leave a long sequence among short
- * ones to a few of them (B = 8, one 64K among 256s: 1.26x on the H200 on 16
- * segments, 1.09x balanced) and a batch shorter than the capacity to the
- * first few segments of each sequence. A short call (small batch, short
- * capacity: uniform B = 4, 8/2 at 8K is 19 steps) keeps its segments, and the
- * small skewed batches with them (B = 4 with one 32K among 1Ks: 1.48x on
- * segments, 1.16x balanced on an H100; docs/design/balanced-split.md, "The
- * default"). */
+ * of the tile (this function) and its units, splits x B, need no cap (the
+ * plan, below: long_call).
+ * - With one segment a sequence, its workgroups take as long as its length,
+ *   so a ragged batch waits for its longest (1.7-5.7x a uniform batch of the
+ *   same tokens on the H200).
+ * - Balancing costs a uniform batch a fixed time, about 1-1.5 us: the scan's
+ *   first pass before the first K/V load and the merge's list (its units are
+ *   a multiple of B, so the plan is even and an even batch skips the scan's
+ *   other passes; decision 0049). That is a step or two of the tile (H100:
+ *   uniform B = 16 to 64 1.01x, B = 8 at 8K 1.02x, B = 4, 8/2 at 8K 1.08x).
+ * - Past 100 steps it is about 1% of a call at the capacity, while the
+ *   uniform segments, cut for the capacity, leave a long sequence among short
+ *   ones to a few of them (B = 8, one 64K among 256s: 1.26x on the H200 on 16
+ *   segments, 1.09x balanced) and a batch shorter than the capacity to the
+ *   first few segments of each sequence (decision 0051).
+ * - Uncapped, the long call's plan is even with K = splits: an even batch
+ *   runs the uniform plan's own segments. A capped plan would cut a long
+ *   capacity into fewer, longer pieces, its last round of workgroups
+ *   part-empty; B = 8 at 1M tokens keeps its 256 segments a sequence, which
+ *   absorb a skew themselves.
+ * - A short call (small batch, short capacity: uniform B = 4, 8/2 at 8K is 19
+ *   steps) keeps its segments, and the small skewed batches with them (B = 4
+ *   with one 32K among 1Ks: 1.48x on segments, 1.16x balanced on an H100;
+ *   docs/design/balanced-split.md, "The default"). */
 #define INGOT_AD_BALANCE_AUTO_STEPS 100.0
 static inline int ingot_ad_balance_auto(int64_t splits, double modelled) {
   return splits == 1 || modelled >= INGOT_AD_BALANCE_AUTO_STEPS;
@@ -412,6 +420,9 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
    * and kernels of one rank compare as before. */
   int64_t units = 0;
   int64_t rounds = caps->balance < INGOT_BALANCE_MAX_ROUNDS ? caps->balance : INGOT_BALANCE_MAX_ROUNDS;
+  /* the default takes a long call on several segments only as an even plan of
+   * the uniform plan's segments (units = splits x B, not capped) */
+  const int long_call = caps->balance == INGOT_BALANCE_AUTO && splits > 1;
   if (caps->balance == INGOT_BALANCE_AUTO) rounds = ingot_ad_balance_auto(splits, out_cost) ? 1 : 0;
   if (rounds > 0 && B > 1 && B <= INGOT_AD_BALANCED_MAX_BATCH) {
     /* the device caps one sequence's pieces at INGOT_AD_MAX_SPLITS; a kernel or
@@ -421,7 +432,7 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
     if (most_units > INT32_MAX / (Hkv * row_blocks)) most_units = INT32_MAX / (Hkv * row_blocks);
     const int64_t want = splits * B * rounds; /* <= 256 x 1024 x 8 */
     units = want < most_units ? want : most_units;
-    if (units < want && units * Hkv * row_blocks < resident) units = 0;
+    if (units < want && (long_call || units * Hkv * row_blocks < resident)) units = 0;
     /* the split grid has a workgroup per slot: units + B - 1 of them per KV head and row block */
     if (units + B - 1 > INT32_MAX / (Hkv * row_blocks)) units = 0;
   }
