@@ -315,11 +315,14 @@ RAGGED = (
     ("B=16 uniform 8K", 16, lambda g: [8192] * 16),
     ("B=32 uniform 4K", 32, lambda g: [4096] * 32),
     ("B=64 uniform 2K", 64, lambda g: [2048] * 64),
-    # Uniform batches in a cache longer than their lengths, as a serving engine plans them (the
-    # capacity its longest context may reach): the plan knows only the capacity, so its uniform
-    # segments are cut for it. Against a uniform batch of the same tokens at its own capacity.
+    # Uniform batches at long capacities, and in a cache longer than their lengths, as a serving
+    # engine plans them (the capacity its longest context may reach): the plan knows only the
+    # capacity, which sets the segment count and whether the default balances (decision 0051), so
+    # a short batch in a long cache pays balancing's fixed cost on its own, shorter call. Against
+    # a uniform batch of the same tokens at its own capacity.
     ("B=4 uniform 32K, 8/2", 4, lambda g: [32768] * 4, 8, 2),
     ("B=4 uniform 8K in 32K, 8/2", 4, lambda g: [8192] * 4, 8, 2, 32768),
+    ("B=4 uniform 8K in 128K, 8/2", 4, lambda g: [8192] * 4, 8, 2, 131072),
     ("B=8 uniform 64K", 8, lambda g: [65536] * 8),
     ("B=8 uniform 8K in 64K", 8, lambda g: [8192] * 8, 32, 8, 65536),
     ("B=2 uniform 16K", 2, lambda g: [16384] * 2),

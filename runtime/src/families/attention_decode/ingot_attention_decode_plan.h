@@ -203,10 +203,12 @@ static inline void ingot_ad_plan_scalars(const ingot_attention_graph *g, int pag
  *   other passes; decision 0049). That is a step or two of the tile (H100:
  *   uniform B = 16 to 64 1.01x, B = 8 at 8K 1.02x, B = 4, 8/2 at 8K 1.08x).
  * - Past 100 steps it is about 1% of a call at the capacity, while the
- *   uniform segments, cut for the capacity, leave a long sequence among short
- *   ones to a few of them (B = 8, one 64K among 256s: 1.26x on the H200 on 16
- *   segments, 1.09x balanced) and a batch shorter than the capacity to the
- *   first few segments of each sequence (decision 0051).
+ *   uniform segments leave a long sequence among short ones to its own few
+ *   (B = 8, one 64K among 256s: 1.26x on the H200 on 16 segments, 1.09x
+ *   balanced; decision 0051). The plan knows the capacity, not the lengths:
+ *   a uniform batch much shorter than its capacity pays the fixed cost on
+ *   its own, shorter call (B = 4, 8/2 at 8K in a 128K cache: about 8%, as at
+ *   8K in an 8K cache).
  * - Uncapped, the long call's plan is even with K = splits: an even batch
  *   runs the uniform plan's own segments. A capped plan would cut a long
  *   capacity into fewer, longer pieces, its last round of workgroups
