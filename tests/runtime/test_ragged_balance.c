@@ -187,10 +187,9 @@ static void check_plans(void) {
   printf("  plans: %d balanced (%d with the unit cap, %d with a merge grid shallower than the batch), %d uniform; "
          "by default %d balanced (%d even; %d of several segments, modelled at 100 steps or more), %d batches kept "
          "on several segments each (%d of them long, whose units would need the cap)\n",
-         balanced, capped, merge_shallow, uniform, auto_balanced, auto_even, auto_long, auto_uniform + auto_capped,
-         auto_capped);
+         balanced, capped, merge_shallow, uniform, auto_balanced, auto_even, auto_long, auto_uniform, auto_capped);
   CHECK(balanced > 50 && uniform > 20 && capped > 0 && merge_shallow > 20 && auto_balanced > 20 && auto_uniform > 5 &&
-        auto_even > 20 && auto_long > 10 && auto_capped > 5);
+        auto_even > 20 && auto_long > 5 && auto_capped > 5);
   /* Fixed plans of the seed tile, balanced in one round: units = segments x B (capped at 511), and
    * units + B - 1 slots per KV head in the split grid. On 132 CUs of one workgroup each (the
    * 4-stage ring's 128 KiB) B = 4, Hkv 2 has 16 segments per sequence: 64 units, 67 x 2 slots.
@@ -230,7 +229,8 @@ static void check_plans(void) {
                            cases[i].blocks, &a, err, sizeof err),
                    INGOT_OK);
       const int got = (ingot_ad_params_in(&a)->flags & INGOT_AD_FLAG_BALANCED) != 0;
-      const int rule = u.num_splits == 1 || (u.cost >= 100.0 && (int64_t)u.num_splits * cases[i].B <= INGOT_AD_BALANCED_MAX_UNITS);
+      const int rule = u.num_splits == 1 ||
+                       (u.cost >= 100.0 && (int64_t)u.num_splits * cases[i].B <= INGOT_AD_BALANCED_MAX_UNITS);
       CHECK(u.num_splits == cases[i].segments && got == cases[i].balanced && rule == got);
       if (u.num_splits != cases[i].segments || got != cases[i].balanced)
         fprintf(stderr, "default: B %d Hkv %d capacity %d: %d segments, modelled %.1f, balanced %d (want %d, %d)\n",
