@@ -108,6 +108,8 @@ static void check_plans(void) {
     CHECK_STATUS(plan_of(m, B, Hkv, capacity, paged, balance, blocks, &p, err, sizeof err), INGOT_OK);
     if (err[0]) fprintf(stderr, "B %d Hkv %d capacity %lld: %s\n", B, Hkv, (long long)capacity, err);
     CHECK(!(ingot_ad_params_in(&u)->flags & INGOT_AD_FLAG_BALANCED));
+    /* the units' cap: past the merge's 256 up to 511, unless the kernel's max_splits is lower */
+    const int64_t most = m->max_splits < 256 ? m->max_splits : INGOT_AD_BALANCED_MAX_UNITS;
     /* INGOT_BALANCE_AUTO (the default): the one-round balanced plan (INGOT_BALANCE=1) where the
      * uniform plan has one segment per sequence, or is modelled at 100 steps or more and its units
      * (splits x B) need no cap, else the uniform plan, bit for bit; a balanced plan is even
@@ -117,8 +119,7 @@ static void check_plans(void) {
       CHECK_STATUS(plan_of(m, B, Hkv, capacity, paged, INGOT_BALANCE_AUTO, blocks, &a, err, sizeof err), INGOT_OK);
       CHECK_STATUS(plan_of(m, B, Hkv, capacity, paged, 1, blocks, &one, err, sizeof err), INGOT_OK);
       /* a long call only where its units, segments x B, need no cap (an even plan of the uniform segments) */
-      const int64_t most_units = m->max_splits < 256 ? m->max_splits : INGOT_AD_BALANCED_MAX_UNITS;
-      const int long_call = u.cost >= 100.0 && (int64_t)u.num_splits * B <= most_units;
+      const int long_call = u.cost >= 100.0 && (int64_t)u.num_splits * B <= most;
       CHECK(memcmp(&a, u.num_splits == 1 || long_call ? &one : &u, sizeof a) == 0);
       CHECK(a.cost == u.cost); /* the modelled time is the uniform plan's either way */
       const int aflags = ingot_ad_params_in(&a)->flags;
@@ -133,8 +134,6 @@ static void check_plans(void) {
     }
     const int64_t rows_total = (int64_t)m->group * m->max_sq, row_blocks = (rows_total + m->rows - 1) / m->rows;
     const int64_t want = (int64_t)u.num_splits * B * balance_rounds;
-    /* past the merge's 256 up to 511, unless the kernel's max_splits is lower */
-    const int64_t most = m->max_splits < 256 ? m->max_splits : INGOT_AD_BALANCED_MAX_UNITS;
     int64_t units = want < most ? want : most;
     const int64_t resident = 132 * blocks;
     const int expect = B > 1 && B <= INGOT_AD_BALANCED_MAX_BATCH && (units == want || units * Hkv * row_blocks >= resident);

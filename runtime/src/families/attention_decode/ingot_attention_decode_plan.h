@@ -192,8 +192,7 @@ static inline void ingot_ad_plan_scalars(const ingot_attention_graph *g, int pag
  * one round, where its uniform segments are one per sequence (splits == 1:
  * the sequences and heads alone fill the device), or where the uniform plan's
  * modelled time at the capacity is at least INGOT_AD_BALANCE_AUTO_STEPS steps
- * of the tile (this function) and its units, splits x B, need no cap (the
- * plan, below: long_call).
+ * of the tile and its units, splits x B, need no cap (uncapped).
  * - With one segment a sequence, its workgroups take as long as its length,
  *   so a ragged batch waits for its longest (1.7-5.7x a uniform batch of the
  *   same tokens on the H200).
@@ -219,8 +218,8 @@ static inline void ingot_ad_plan_scalars(const ingot_attention_graph *g, int pag
  *   with one 32K among 1Ks: 1.48x on segments, 1.16x balanced on an H100;
  *   docs/design/balanced-split.md, "The default"). */
 #define INGOT_AD_BALANCE_AUTO_STEPS 100.0
-static inline int ingot_ad_balance_auto(int64_t splits, double modelled) {
-  return splits == 1 || modelled >= INGOT_AD_BALANCE_AUTO_STEPS;
+static inline int ingot_ad_balance_auto(int64_t splits, double modelled, int uncapped) {
+  return splits == 1 || (modelled >= INGOT_AD_BALANCE_AUTO_STEPS && uncapped);
 }
 
 /* The device's CUs (SMs), or an H100's 132 when the caps do not say. */
@@ -421,20 +420,18 @@ static inline ingot_status ingot_ad_plan(const ingot_ad_policy *pol, const ingot
    * modelled time is the uniform plan's: the model knows only the capacity,
    * and kernels of one rank compare as before. */
   int64_t units = 0;
+  /* the device caps one sequence's pieces at INGOT_AD_MAX_SPLITS; a kernel or
+   * policy with a lower limit keeps every sequence within it by the units */
+  const int64_t per_seq = m->max_splits < pol->kernel_max_splits ? m->max_splits : pol->kernel_max_splits;
+  int64_t most_units = per_seq >= INGOT_AD_MAX_SPLITS ? INGOT_AD_BALANCED_MAX_UNITS : per_seq;
+  if (most_units > INT32_MAX / (Hkv * row_blocks)) most_units = INT32_MAX / (Hkv * row_blocks);
   int64_t rounds = caps->balance < INGOT_BALANCE_MAX_ROUNDS ? caps->balance : INGOT_BALANCE_MAX_ROUNDS;
-  /* the default takes a long call on several segments only as an even plan of
-   * the uniform plan's segments (units = splits x B, not capped) */
-  const int long_call = caps->balance == INGOT_BALANCE_AUTO && splits > 1;
-  if (caps->balance == INGOT_BALANCE_AUTO) rounds = ingot_ad_balance_auto(splits, out_cost) ? 1 : 0;
+  if (caps->balance == INGOT_BALANCE_AUTO)
+    rounds = ingot_ad_balance_auto(splits, out_cost, splits * B <= most_units) ? 1 : 0; /* < 2^31 x 2^16 */
   if (rounds > 0 && B > 1 && B <= INGOT_AD_BALANCED_MAX_BATCH) {
-    /* the device caps one sequence's pieces at INGOT_AD_MAX_SPLITS; a kernel or
-     * policy with a lower limit keeps every sequence within it by the units */
-    const int64_t per_seq = m->max_splits < pol->kernel_max_splits ? m->max_splits : pol->kernel_max_splits;
-    int64_t most_units = per_seq >= INGOT_AD_MAX_SPLITS ? INGOT_AD_BALANCED_MAX_UNITS : per_seq;
-    if (most_units > INT32_MAX / (Hkv * row_blocks)) most_units = INT32_MAX / (Hkv * row_blocks);
     const int64_t want = splits * B * rounds; /* <= 256 x 1024 x 8 */
     units = want < most_units ? want : most_units;
-    if (units < want && (long_call || units * Hkv * row_blocks < resident)) units = 0;
+    if (units < want && units * Hkv * row_blocks < resident) units = 0;
     /* the split grid has a workgroup per slot: units + B - 1 of them per KV head and row block */
     if (units + B - 1 > INT32_MAX / (Hkv * row_blocks)) units = 0;
   }
